@@ -1,0 +1,27 @@
+#pragma once
+// xxh3-128 content hashes, the default `checksum_format` of publications (xxHash XXH3 128-bit).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace wsb {
+
+/// Hex (32 lowercase chars) of XXH3-128 over `bytes`, in xxHash's canonical (big-endian) byte order.
+std::string xxh3_128_hex(std::span<const uint8_t> bytes);
+
+/// Streaming form of xxh3_128_hex for data fed in pieces (e.g. a storage read in chunks).
+class Xxh3Hasher {
+ public:
+  Xxh3Hasher();
+  ~Xxh3Hasher();
+  Xxh3Hasher(const Xxh3Hasher&) = delete;
+  Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
+  void update(std::span<const uint8_t> bytes);
+  std::string hex() const;
+
+ private:
+  void* state_;
+};
+
+}  // namespace wsb

@@ -1,0 +1,47 @@
+#pragma once
+// Reference forward pass over the runtime layout (after sharding and transform), so a wrong layout or transform
+// changes the logits. Deterministic and batch-invariant: each sequence is computed alone, TP partial sums are
+// reduced in rank order, float32 accumulation in a fixed order, no threads racing on a sum.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/layout/tp_layout.hpp"
+#include "models/profile/profile.hpp"
+
+namespace wsb {
+
+/// Host pointers to one rank's runtime storages, index-aligned with RankLayout::storages.
+struct RankStorageView {
+  std::vector<std::span<const uint8_t>> storages;
+};
+
+/// Per-sequence state (KV caches of every rank).
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  virtual int64_t position() const = 0;
+};
+
+/// A forward pass bound to a set of runtime storages (it reads them at every step, never caches weights).
+class ForwardModel {
+ public:
+  virtual ~ForwardModel() = default;
+  virtual std::unique_ptr<SequenceState> new_sequence() const = 0;
+  /// Feeds one token at the sequence's next position; writes float32 logits over the full vocabulary
+  /// (vocab shards gathered in rank order) into `logits` (resized to vocab).
+  virtual void step(SequenceState& seq, int32_t token, std::vector<float>& logits) const = 0;
+  virtual int vocab() const = 0;
+};
+
+/// Creates the forward pass for the profile's family. Throws Error(Format) for unsupported families.
+std::unique_ptr<ForwardModel> make_forward(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
+                                           const std::vector<RankStorageView>& storages);
+
+/// Synthetic byte-level vocabulary: ids 0..255 are bytes; larger ids detokenize to "<|id|>".
+std::vector<int32_t> tokenize_bytes(const std::string& text);
+std::string detokenize(const std::vector<int32_t>& ids);
+
+}  // namespace wsb
