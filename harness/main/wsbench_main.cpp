@@ -1,1 +1,82 @@
-int main() { return 0; }
+// wsbench: benchmark and profiling harness for LLM weight-sync modes.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "harness/commands.hpp"
+#include "models/core/errors.hpp"
+
+int main(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  CLI::App app{"wsbench: benchmark and profiling harness for LLM weight-sync modes"};
+  app.require_subcommand(1);
+  fs::path profiles;
+  app.add_option("--profiles", profiles, "model profiles folder (default: models/profiles)");
+
+  int models_tp = 1;
+  auto* models = app.add_subcommand("models", "list model profiles with canonical and per-rank bytes");
+  models->add_option("--tp", models_tp, "tensor-parallel size for the per-rank column")->check(CLI::Range(1, 64));
+
+  wsb::PublishArgs publish_args;
+  auto* publish = app.add_subcommand("publish", "write synthetic deterministic publications into a store");
+  publish->add_option("--model", publish_args.model, "profile id")->required();
+  publish->add_option("--store", publish_args.store, "store directory")->required();
+  publish->add_option("--versions", publish_args.versions, "A..B (0 = FULL, later = DELTA)");
+  publish->add_option("--seed", publish_args.seed, "seed");
+  publish->add_option("--encoding", publish_args.encoding, "xor | overwrite")->check(CLI::IsMember({"xor", "overwrite"}));
+  publish->add_option("--density", publish_args.density, "fraction of values moved per version")->check(CLI::Range(0.0, 1.0));
+  publish->add_option("--layers", publish_args.layers, "keep only the first N layers");
+  publish->add_flag("--fsync", publish_args.fsync, "fsync every shard");
+
+  fs::path run_matrix, run_out = "results";
+  std::string run_filter;
+  bool keep = false;
+  auto* run = app.add_subcommand("run", "run a matrix: every cell in a fresh process; results.json, report.md, tables");
+  run->add_option("matrix", run_matrix, "matrix JSON (e.g. matrices/smoke.json)")->required()->check(CLI::ExistingFile);
+  run->add_option("--out", run_out, "output folder");
+  run->add_option("--filter", run_filter, "regex over cell ids");
+  run->add_flag("--keep-workdir", keep, "keep stores and checkpoints under OUT/work");
+
+  fs::path cell_matrix, cell_out, cell_workdir;
+  std::string cell_id;
+  auto* cell = app.add_subcommand("cell", "run one cell of a matrix (the child process of run)");
+  cell->add_option("--matrix", cell_matrix)->required();
+  cell->add_option("--cell", cell_id)->required();
+  cell->add_option("--out", cell_out)->required();
+  cell->add_option("--workdir", cell_workdir)->required();
+  cell->add_flag("--keep-workdir", keep);
+  cell->group("");  // internal
+
+  fs::path physics_dir = ".";
+  uint64_t physics_bytes = 256ull << 20;
+  int physics_threads = 2;
+  auto* physics = app.add_subcommand("physics", "measure the physical floors of this machine");
+  physics->add_option("--dir", physics_dir, "folder whose filesystem is read (the store's)");
+  physics->add_option("--bytes", physics_bytes, "buffer size in bytes");
+  physics->add_option("--threads", physics_threads, "memcpy threads (the prepare thread count)");
+
+  std::vector<fs::path> report_inputs;
+  fs::path report_md;
+  auto* report = app.add_subcommand("report", "render tables from results.json files (merged when several)");
+  report->add_option("results", report_inputs, "results.json files")->required()->check(CLI::ExistingFile);
+  report->add_option("--markdown", report_md, "also write report.md here");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (profiles.empty()) profiles = wsb::default_profiles_dir();
+    if (*models) return wsb::cmd_models(profiles, models_tp);
+    if (*publish) return wsb::cmd_publish(profiles, publish_args);
+    if (*run) return wsb::cmd_run(run_matrix, run_out, profiles, run_filter, keep);
+    if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);
+    if (*physics) return wsb::cmd_physics(physics_dir, physics_bytes, physics_threads);
+    if (*report) return wsb::cmd_report(report_inputs, report_md);
+  } catch (const wsb::Error& e) {
+    std::cerr << fmt::format("wsbench: error ({}): {}\n", wsb::error_kind_name(e.kind()), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("wsbench: error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

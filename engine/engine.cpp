@@ -1,0 +1,305 @@
+#include "engine/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "models/checkpoint/checkpoint.hpp"
+#include "models/core/checksum.hpp"
+#include "models/core/errors.hpp"
+
+namespace wsb {
+
+/// One request in flight. Owned by the scheduler while active.
+struct Engine::Active {
+  GenerateRequest request;
+  std::promise<GenerateResponse> promise;
+  std::unique_ptr<SequenceState> sequence;
+  size_t fed = 0;  // prompt tokens fed so far
+  GenerateResponse response;
+  uint32_t version = 0;
+  std::vector<float> logits;
+};
+
+namespace {
+
+std::vector<RankLayout> layouts_for(const EngineOptions& options) {
+  if (options.tp < 1) throw Error(ErrorKind::Format, fmt::format("tp must be >= 1, got {}", options.tp));
+  return build_rank_layouts(options.profile, options.tp);
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options)
+    : options_(std::move(options)), layouts_(layouts_for(options_)), storages_(layouts_) {
+  std::vector<RankStorageView> views(layouts_.size());
+  for (size_t r = 0; r < layouts_.size(); ++r) {
+    for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
+      views[r].storages.push_back(storages_.storage(static_cast<int>(r), s));
+    }
+  }
+  forward_ = make_forward(options_.profile, layouts_, views);
+  mode_ = make_sync_mode(options_.mode, SyncContext{options_.profile, layouts_, options_.store, options_.workdir,
+                                                    options_.prepare_threads});
+  state_ = std::make_unique<SyncStateMachine>(0);
+  scheduler_ = std::thread([this] { scheduler_loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  scheduler_.join();
+  fail_all("engine shut down");
+}
+
+uint64_t Engine::storage_bytes() const {
+  uint64_t total = 0;
+  for (const auto& layout : layouts_) total += layout.bytes();
+  return total;
+}
+
+LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint32_t version) {
+  std::lock_guard control(control_mu_);
+  PhaseLog log;
+  const double start = steady_seconds();
+  LoadReport report;
+  CheckpointReader checkpoint(checkpoint_dir);
+  for (const auto& spec : options_.profile.canonical_tensors()) {
+    const auto& entry = checkpoint.entry(spec.name);
+    if (entry.spec() != spec) {
+      throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' is {} {}, the model expects {} {}",
+                                                   checkpoint_dir.string(), spec.name, dtype_name(entry.dtype),
+                                                   shape_string(entry.shape), dtype_name(spec.dtype),
+                                                   shape_string(spec.shape)));
+    }
+  }
+  {
+    ScopedPhase phase(log, "load.native", Floor::DiskRead);
+    CanonicalLookup lookup = [&checkpoint](const std::string& name) { return checkpoint.data(name); };
+    std::lock_guard lock(mu_);  // no decode step may read half-loaded storages
+    for (size_t r = 0; r < layouts_.size(); ++r) {
+      for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
+        load_storage(layouts_[r].storages[s], lookup, storages_.storage(static_cast<int>(r), s));
+        phase.add_bytes(layouts_[r].storages[s].bytes());
+      }
+    }
+  }
+  mode_->on_native_load(checkpoint, version, log);
+  state_ = std::make_unique<SyncStateMachine>(version);
+  weight_version_ = version;
+  loaded_ = true;
+  report.version = version;
+  report.seconds = steady_seconds() - start;
+  report.bytes = storage_bytes();
+  report.phases = log.records();
+  return report;
+}
+
+GenerateResponse Engine::generate(const GenerateRequest& request) {
+  if (request.input_ids.empty()) throw Error(ErrorKind::Format, "generate: input_ids is empty");
+  if (request.max_new_tokens < 1) throw Error(ErrorKind::Format, "generate: max_new_tokens must be >= 1");
+  for (int32_t id : request.input_ids) {
+    if (id < 0 || id >= forward_->vocab()) {
+      throw Error(ErrorKind::Format, fmt::format("generate: input id {} outside the vocabulary [0, {})", id,
+                                                 forward_->vocab()));
+    }
+  }
+  auto active = std::make_unique<Active>();
+  active->request = request;
+  auto future = active->promise.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+    if (!loaded_) throw Error(ErrorKind::State, "generate before the engine's native load");
+    queue_.push_back(std::move(active));
+  }
+  cv_.notify_all();
+  return future.get();
+}
+
+void Engine::run_step(Active& a) {
+  const uint32_t version = weight_version_.load();
+  if (!a.sequence || a.version != version) {
+    // Weights changed under this request (commit): restart it so every token comes from one version; this is
+    // also the KV-cache flush.
+    if (a.sequence) a.response.restarts += 1;
+    a.sequence = forward_->new_sequence();
+    a.fed = 0;
+    a.version = version;
+    a.response.output_ids.clear();
+    a.response.logprobs.clear();
+  }
+  int32_t token;
+  if (a.fed < a.request.input_ids.size()) {
+    token = a.request.input_ids[a.fed++];
+  } else {
+    token = a.response.output_ids.back();
+  }
+  forward_->step(*a.sequence, token, a.logits);
+  a.response.step_times.push_back(steady_seconds());
+  if (a.fed < a.request.input_ids.size()) return;  // still prefilling
+  // Greedy choice: first index of the maximum; logprob = logit - logsumexp in a fixed (index) order.
+  const auto& logits = a.logits;
+  size_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[best]) best = i;
+  }
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - logits[best]);
+  a.response.output_ids.push_back(static_cast<int32_t>(best));
+  if (a.request.return_logprob) a.response.logprobs.push_back(static_cast<float>(-std::log(sum)));
+}
+
+void Engine::scheduler_loop() {
+  std::vector<std::unique_ptr<Active>> active;
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || (!pause_requested_ && (!queue_.empty() || !active.empty())); });
+    if (stop_) break;
+    while (!queue_.empty()) {
+      active.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    step_running_ = true;
+    lock.unlock();
+    // One decode step for every active sequence, in arrival order (each sequence is computed alone, so the
+    // result does not depend on the batch composition).
+    for (auto& a : active) {
+      try {
+        run_step(*a);
+      } catch (...) {
+        a->promise.set_exception(std::current_exception());
+        a.reset();
+      }
+    }
+    lock.lock();
+    step_running_ = false;
+    const uint32_t version = weight_version_.load();
+    for (auto& a : active) {
+      if (a && a->version == version &&
+          static_cast<int>(a->response.output_ids.size()) >= a->request.max_new_tokens) {
+        a->response.weight_version = a->version;
+        a->response.text = detokenize(a->response.output_ids);
+        a->promise.set_value(std::move(a->response));
+        a.reset();
+      }
+    }
+    std::erase_if(active, [](const auto& a) { return a == nullptr; });
+    cv_.notify_all();
+  }
+  for (auto& a : active) {
+    a->promise.set_exception(std::make_exception_ptr(Error(ErrorKind::Fatal, "engine shut down")));
+  }
+}
+
+void Engine::fail_all(const std::string& reason) {
+  std::lock_guard lock(mu_);
+  for (auto& a : queue_) a->promise.set_exception(std::make_exception_ptr(Error(ErrorKind::Fatal, reason)));
+  queue_.clear();
+}
+
+PrepareReport Engine::prepare(uint32_t target) {
+  if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  PrepareReport report;
+  report.target = target;
+  const double start = steady_seconds();
+  const auto served = state_->served();
+  const auto action = state_->begin_prepare(target);
+  if (action == PrepareAction::AlreadyPrepared) {
+    report.already_prepared = true;
+    report.seconds = steady_seconds() - start;
+    return report;
+  }
+  mode_->discard_prepared();
+  PhaseLog log;
+  try {
+    mode_->prepare(served, target, log);
+  } catch (...) {
+    state_->finish_prepare(target, false);
+    throw;
+  }
+  state_->finish_prepare(target, true);
+  report.seconds = steady_seconds() - start;
+  report.phases = log.records();
+  return report;
+}
+
+CommitReport Engine::commit(uint32_t target) {
+  std::lock_guard control(control_mu_);
+  if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  CommitReport report;
+  report.target = target;
+  const double start = steady_seconds();
+  state_->check_commit(target);  // preflight: mutates nothing
+  mode_->preflight(target);
+  PhaseLog log;
+  double pause_start = 0;
+  {
+    std::unique_lock lock(mu_);
+    pause_requested_ = true;
+    cv_.wait(lock, [&] { return !step_running_; });
+    pause_start = steady_seconds();
+  }
+  std::string failure;
+  try {
+    mode_->commit(storages_, log);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (failure.empty()) {
+      state_->finish_commit(target);
+      weight_version_ = target;
+    } else {
+      healthy_ = false;
+      fatal_reason_ = fmt::format("commit {} failed after mutation started: {}", version_string(target), failure);
+    }
+    pause_requested_ = false;
+    report.pause_seconds = steady_seconds() - pause_start;
+  }
+  cv_.notify_all();
+  if (!failure.empty()) {
+    fail_all(fatal_reason_);
+    throw Error(ErrorKind::Fatal, fatal_reason_);
+  }
+  report.seconds = steady_seconds() - start;
+  report.phases = log.records();
+  return report;
+}
+
+std::vector<std::map<std::string, std::string>> Engine::storage_checksums() const {
+  std::lock_guard control(control_mu_);
+  std::vector<std::map<std::string, std::string>> out(layouts_.size());
+  for (size_t r = 0; r < layouts_.size(); ++r) {
+    for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
+      out[r][layouts_[r].storages[s].name] = xxh3_128_hex(storages_.storage(static_cast<int>(r), s));
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<StoragePointer>> Engine::storage_pointers() const {
+  std::vector<std::vector<StoragePointer>> out(layouts_.size());
+  for (size_t r = 0; r < layouts_.size(); ++r) {
+    for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
+      auto span = storages_.storage(static_cast<int>(r), s);
+      out[r].push_back(StoragePointer{layouts_[r].storages[s].name, reinterpret_cast<uintptr_t>(span.data()),
+                                      span.size()});
+    }
+  }
+  return out;
+}
+
+void Engine::debug_flip_storage_byte(int rank, size_t storage, uint64_t offset) {
+  std::lock_guard control(control_mu_);
+  std::lock_guard lock(mu_);
+  storages_.storage(rank, storage)[offset] ^= 0x01;
+}
+
+}  // namespace wsb

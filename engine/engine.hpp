@@ -1,0 +1,132 @@
+#pragma once
+// The embedded reference engine: TP ranks, runtime storages allocated once, a scheduler loop with a pause gate,
+// deterministic greedy decoding with logprobs, per-storage content hashes and pointer reports, weight version,
+// and the prepare/commit state machine driving one sync mode.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/generation.hpp"
+#include "engine/host_storages.hpp"
+#include "models/core/phase_log.hpp"
+#include "models/forward/forward.hpp"
+#include "modes/sync/sync_mode.hpp"
+#include "modes/sync/sync_state.hpp"
+
+namespace wsb {
+
+struct EngineOptions {
+  ModelProfile profile;
+  int tp = 1;
+  std::string mode = "cpu";         ///< sync mode: "disk" | "cpu"
+  std::filesystem::path store;      ///< publication store the mode reads
+  std::filesystem::path workdir;    ///< mode-private files
+  int prepare_threads = 2;
+};
+
+/// Result of a native load (boot).
+struct LoadReport {
+  uint32_t version = 0;
+  double seconds = 0;
+  uint64_t bytes = 0;  ///< runtime storage bytes written, all ranks
+  std::vector<PhaseRecord> phases;
+};
+
+struct PrepareReport {
+  uint32_t target = 0;
+  bool already_prepared = false;  ///< idempotent repeat of a prepared target
+  double seconds = 0;
+  std::vector<PhaseRecord> phases;
+};
+
+struct CommitReport {
+  uint32_t target = 0;
+  double seconds = 0;        ///< whole commit call (preflight, gate wait, copy, reopen)
+  double pause_seconds = 0;  ///< scheduler gate closed -> reopened
+  std::vector<PhaseRecord> phases;
+};
+
+/// Identity of one runtime storage (address, size) — captured CUDA graphs depend on it never changing.
+struct StoragePointer {
+  std::string name;
+  uintptr_t address = 0;
+  uint64_t bytes = 0;
+  bool operator==(const StoragePointer&) const = default;
+};
+
+class Engine {
+ public:
+  /// Allocates every runtime storage once and starts the scheduler. Throws Error for invalid profile/tp/mode.
+  explicit Engine(EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Native load of a FULL checkpoint directory into the storages; `version` becomes the served version.
+  /// Throws Error (Mismatch naming the tensor when shapes/dtypes differ from the profile, Format/Missing).
+  LoadReport load_native(const std::filesystem::path& checkpoint_dir, uint32_t version);
+
+  /// Blocks until the request finished. Throws Error(Fatal) when the engine stopped serving.
+  GenerateResponse generate(const GenerateRequest& request);
+
+  /// Builds `target` while generation continues. Throws Error (State per the state machine, or the mode's
+  /// errors); on a throw the served version and storages are unchanged.
+  PrepareReport prepare(uint32_t target);
+
+  /// Makes the prepared `target` live inside the pause. Throws Error(State) before the pause when the state
+  /// machine or the mode's preflight refuses; Error(Fatal) when the copy failed midway (the engine then stops
+  /// serving rather than serve mixed weights).
+  CommitReport commit(uint32_t target);
+
+  /// Per rank: storage name -> xxh3-128 hex of its bytes.
+  std::vector<std::map<std::string, std::string>> storage_checksums() const;
+  /// Per rank, per storage: address and size.
+  std::vector<std::vector<StoragePointer>> storage_pointers() const;
+
+  uint32_t weight_version() const { return weight_version_.load(); }
+  bool healthy() const { return healthy_.load(); }
+  const std::vector<RankLayout>& layouts() const { return layouts_; }
+  const SyncMode& mode() const { return *mode_; }
+  /// Bytes of all runtime storages, all ranks.
+  uint64_t storage_bytes() const;
+  /// Corrupts one byte of a storage (tests of the checks only).
+  void debug_flip_storage_byte(int rank, size_t storage, uint64_t offset);
+
+ private:
+  struct Active;
+  void scheduler_loop();
+  void run_step(Active& active);
+  void fail_all(const std::string& reason);
+
+  EngineOptions options_;
+  std::vector<RankLayout> layouts_;
+  HostStorages storages_;
+  std::unique_ptr<ForwardModel> forward_;
+  std::unique_ptr<SyncMode> mode_;
+  std::unique_ptr<SyncStateMachine> state_;
+  std::atomic<uint32_t> weight_version_{0};
+  std::atomic<bool> healthy_{true};
+  std::atomic<bool> loaded_{false};
+
+  mutable std::mutex control_mu_;  // serializes load/commit/checksums against each other
+
+  std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Active>> queue_;
+  bool pause_requested_ = false;
+  bool step_running_ = false;
+  bool stop_ = false;
+  std::string fatal_reason_;
+  std::thread scheduler_;
+};
+
+}  // namespace wsb

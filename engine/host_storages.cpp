@@ -1,0 +1,43 @@
+#include "engine/host_storages.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "models/core/errors.hpp"
+#include "modes/sync/rank_image.hpp"
+
+namespace wsb {
+
+HostStorages::HostStorages(const std::vector<RankLayout>& layouts) {
+  for (const auto& layout : layouts) {
+    uint64_t total = 0;
+    offsets_.push_back(storage_offsets(layout, &total));
+    arenas_.emplace_back(total, kImageAlignment);
+    auto& sizes = sizes_.emplace_back();
+    auto& names = names_.emplace_back();
+    for (const auto& s : layout.storages) {
+      sizes.push_back(s.bytes());
+      names.push_back(s.name);
+    }
+  }
+}
+
+std::span<uint8_t> HostStorages::storage(int rank, size_t index) {
+  return arenas_.at(rank).span().subspan(offsets_[rank].at(index), sizes_[rank][index]);
+}
+
+std::span<const uint8_t> HostStorages::storage(int rank, size_t index) const {
+  return arenas_.at(rank).span().subspan(offsets_[rank].at(index), sizes_[rank][index]);
+}
+
+void HostStorages::write(int rank, size_t index, uint64_t offset, std::span<const uint8_t> src) {
+  auto dst = storage(rank, index);
+  if (offset > dst.size() || src.size() > dst.size() - offset) {
+    throw Error(ErrorKind::Mismatch, fmt::format("rank {} storage '{}': write of {} bytes at {} exceeds {} bytes", rank,
+                                                 names_[rank][index], src.size(), offset, dst.size()));
+  }
+  std::memcpy(dst.data() + offset, src.data(), src.size());
+}
+
+}  // namespace wsb

@@ -1,0 +1,22 @@
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "harness/commands.hpp"
+#include "harness/physics.hpp"
+
+namespace wsb {
+
+int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads) {
+  const Floors f = measure_floors(dir, bytes, threads);
+  std::cout << fmt::format("# {:<14} {:>10} {:>14} {:>8}  {}\n", "floor", "GB/s", "buffer", "threads", "where");
+  std::cout << fmt::format("# {:<14} {:>10} {:>14} {:>8}\n", "", "(1e9 B/s)", "(bytes)", "");
+  std::cout << fmt::format("  {:<14} {:>10.2f} {:>14} {:>8}  host RAM\n", "host_memcpy", f.host_memcpy_gbps,
+                           f.host_memcpy_bytes, f.host_memcpy_threads);
+  std::cout << fmt::format("  {:<14} {:>10.2f} {:>14} {:>8}  {}{}\n", "disk_read", f.disk_read_gbps, f.disk_read_bytes,
+                           1, f.disk_path, f.disk_read_cold ? " (page cache dropped)" : " (page cache may be warm)");
+  std::cout << "  h2d            n/a (no CUDA device in this build/run)\n";
+  return 0;
+}
+
+}  // namespace wsb

@@ -1,0 +1,44 @@
+#pragma once
+// The wsbench subcommands. Each returns the process exit code; errors throw wsb::Error (printed by main).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wsb {
+
+/// Profiles folder: $WSBENCH_PROFILES, else ./models/profiles when present, else the source tree's.
+std::filesystem::path default_profiles_dir();
+
+/// `wsbench models`: every profile with canonical bytes and per-rank runtime bytes at `tp`.
+int cmd_models(const std::filesystem::path& profiles_dir, int tp);
+
+struct PublishArgs {
+  std::string model;
+  std::filesystem::path store;
+  std::string versions = "0..3";  ///< "A..B" or "N"
+  uint64_t seed = 0;
+  std::string encoding = "xor";
+  std::optional<double> density;
+  std::optional<int> layers;
+  bool fsync = false;
+};
+/// `wsbench publish`: synthetic deterministic publications into a store.
+int cmd_publish(const std::filesystem::path& profiles_dir, const PublishArgs& args);
+
+/// `wsbench cell` (internal: the child process of `run`): runs one matrix cell, writes its JSON to `out`.
+int cmd_cell(const std::filesystem::path& matrix, const std::string& cell_id, const std::filesystem::path& out,
+             const std::filesystem::path& workdir, const std::filesystem::path& profiles_dir, bool keep_workdir);
+
+/// `wsbench run`: the matrix, results.json + report.md under `out`, tables on stdout; 1 when any cell failed.
+int cmd_run(const std::filesystem::path& matrix, const std::filesystem::path& out,
+            const std::filesystem::path& profiles_dir, const std::string& filter, bool keep_workdir);
+
+/// `wsbench physics`: the floors of this machine (host memcpy, disk read of `dir`).
+int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads);
+
+/// `wsbench report`: renders the tables of one or more results.json (merged when several).
+int cmd_report(const std::vector<std::filesystem::path>& results, const std::filesystem::path& markdown_out);
+
+}  // namespace wsb

@@ -1,0 +1,126 @@
+#include "harness/context.hpp"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace wsb {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Value of "Key:" in a /proc file, as the number it starts with (kB lines converted to bytes).
+uint64_t proc_value(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) {
+      std::istringstream fields(line.substr(key.size() + 1));
+      uint64_t value = 0;
+      std::string unit;
+      fields >> value >> unit;
+      return unit == "kB" ? value * 1024 : value;
+    }
+  }
+  return 0;
+}
+
+std::string run_command(const std::string& command) {
+  std::string out;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+    ::pclose(pipe);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string detect_host_runtime() {
+  const std::string version = read_file("/proc/version");
+  if (version.find("Linux version 4.4.0") != std::string::npos) return "gvisor";
+  utsname u{};
+  ::uname(&u);
+  const std::string release = u.release;
+  const std::string cgroup = read_file("/proc/1/cgroup");
+  const bool container = std::ifstream("/.dockerenv").good() || std::ifstream("/run/.containerenv").good() ||
+                         cgroup.find("docker") != std::string::npos || cgroup.find("kubepods") != std::string::npos ||
+                         cgroup.find("containerd") != std::string::npos;
+  if (container) return "container";
+  if (release.find("-fc-") != std::string::npos) return "firecracker-vm";
+  if (read_file("/proc/cpuinfo").find(" hypervisor") != std::string::npos) return "vm";
+  return "bare-metal";
+}
+
+nlohmann::json collect_context() {
+  nlohmann::json c;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  c["host"] = host;
+  const std::string cpuinfo = read_file("/proc/cpuinfo");
+  std::string model;
+  if (auto pos = cpuinfo.find("model name"); pos != std::string::npos) {
+    auto colon = cpuinfo.find(':', pos);
+    model = cpuinfo.substr(colon + 2, cpuinfo.find('\n', colon) - colon - 2);
+  }
+  c["cpu_model"] = model;
+  c["cpu_cores"] = std::thread::hardware_concurrency();
+  c["memory_bytes"] = proc_value(read_file("/proc/meminfo"), "MemTotal");
+  utsname u{};
+  ::uname(&u);
+  c["kernel"] = std::string(u.sysname) + " " + u.release;
+  std::string os = "unknown";
+  std::istringstream rel(read_file("/etc/os-release"));
+  for (std::string line; std::getline(rel, line);) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      os = line.substr(12);
+      if (os.size() >= 2 && os.front() == '"') os = os.substr(1, os.size() - 2);
+    }
+  }
+  c["os"] = os;
+  c["runtime_detected"] = detect_host_runtime();
+  std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
+  if (!commit.empty() && !run_command("git status --porcelain --untracked-files=no 2>/dev/null").empty()) {
+    commit += "-dirty";
+  }
+  c["build_commit"] = commit.empty() ? "unknown" : commit;
+#ifdef NDEBUG
+  c["build_type"] = "release";
+#else
+  c["build_type"] = "debug";
+#endif
+#ifdef WSBENCH_HAVE_CUDA
+  c["cuda_compiled"] = true;
+#else
+  c["cuda_compiled"] = false;
+#endif
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  c["date_utc"] = date;
+  return c;
+}
+
+nlohmann::json memory_snapshot() {
+  const std::string status = read_file("/proc/self/status");
+  const std::string meminfo = read_file("/proc/meminfo");
+  return {{"rss_bytes", proc_value(status, "VmRSS")},
+          {"rss_peak_bytes", proc_value(status, "VmHWM")},
+          {"mem_available_bytes", proc_value(meminfo, "MemAvailable")},
+          {"cached_bytes", proc_value(meminfo, "Cached")}};
+}
+
+}  // namespace wsb

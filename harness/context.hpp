@@ -1,0 +1,20 @@
+#pragma once
+// The context block of every results file (google/benchmark style): where and with what a result was measured.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace wsb {
+
+/// "bare-metal" | "container" | "gvisor" | "firecracker-vm" | "vm", detected from inside the process:
+/// gVisor reports kernel 4.4.0 in /proc/version; Firecracker guest kernels carry "-fc-" in their release here;
+/// containers show /.dockerenv or a container cgroup; other VMs the "hypervisor" cpu flag.
+std::string detect_host_runtime();
+
+/// host, cpu_model, cpu_cores, memory_bytes, kernel, os, runtime_detected, build_commit, build_type, date_utc.
+nlohmann::json collect_context();
+
+/// Host memory facts from /proc (bytes): rss, rss_peak, mem_available, cached.
+nlohmann::json memory_snapshot();
+
+}  // namespace wsb

@@ -1,0 +1,12 @@
+#include "harness/engine_client.hpp"
+
+namespace wsb {
+
+EmbeddedEngineClient::EmbeddedEngineClient(const EngineLaunch& launch, const std::filesystem::path& checkpoint_dir,
+                                           uint32_t version) {
+  engine_ = std::make_unique<Engine>(
+      EngineOptions{launch.profile, launch.tp, launch.mode, launch.store, launch.workdir, launch.prepare_threads});
+  load_report_ = engine_->load_native(checkpoint_dir, version);
+}
+
+}  // namespace wsb

@@ -1,0 +1,150 @@
+#include "harness/matrix.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "models/core/errors.hpp"
+
+namespace wsb {
+namespace {
+
+const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtime",         "engine",
+                                        "tp",       "n",      "seed",    "target",          "publish_versions",
+                                        "encoding", "density", "layers", "prepare_threads", "floor_bytes"};
+const std::set<std::string> kModes{"disk", "cpu"};
+const std::set<std::string> kRuntimes{"native"};
+const std::set<std::string> kEngines{"embedded-cpu"};
+const std::set<std::string> kEncodings{"xor", "overwrite"};
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw Error(ErrorKind::Format, fmt::format("{}: {}", where, what));
+}
+
+template <typename T>
+T get_field(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    fail(where, fmt::format("field '{}' has the wrong type ({})", key, j.at(key).type_name()));
+  }
+}
+
+void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) fail(where, "must be an object");
+  for (const auto& [key, value] : j.items()) {
+    if (!kCellFields.contains(key)) fail(where, fmt::format("unknown field '{}'", key));
+  }
+  if (j.contains("id")) cell.id = get_field<std::string>(j, "id", where);
+  if (j.contains("model")) cell.model = get_field<std::string>(j, "model", where);
+  if (j.contains("mode")) cell.mode = get_field<std::string>(j, "mode", where);
+  if (j.contains("runtime")) cell.runtime = get_field<std::string>(j, "runtime", where);
+  if (j.contains("engine")) cell.engine = get_field<std::string>(j, "engine", where);
+  if (j.contains("tp")) cell.tp = get_field<int>(j, "tp", where);
+  if (j.contains("n")) cell.n = get_field<int>(j, "n", where);
+  if (j.contains("seed")) cell.seed = get_field<uint64_t>(j, "seed", where);
+  if (j.contains("target")) cell.target = get_field<uint32_t>(j, "target", where);
+  if (j.contains("publish_versions")) cell.publish_versions = get_field<uint32_t>(j, "publish_versions", where);
+  if (j.contains("encoding")) cell.encoding = get_field<std::string>(j, "encoding", where);
+  if (j.contains("density")) cell.density = get_field<double>(j, "density", where);
+  if (j.contains("layers")) cell.layers = get_field<int>(j, "layers", where);
+  if (j.contains("prepare_threads")) cell.prepare_threads = get_field<int>(j, "prepare_threads", where);
+  if (j.contains("floor_bytes")) cell.floor_bytes = get_field<uint64_t>(j, "floor_bytes", where);
+}
+
+void validate(const MatrixCell& cell, const std::string& where) {
+  if (cell.model.empty()) fail(where, "field 'model' is required");
+  if (!kModes.contains(cell.mode)) fail(where, fmt::format("field 'mode': unknown mode '{}' (disk, cpu)", cell.mode));
+  if (!kRuntimes.contains(cell.runtime)) fail(where, fmt::format("field 'runtime': unknown runtime '{}'", cell.runtime));
+  if (!kEngines.contains(cell.engine)) fail(where, fmt::format("field 'engine': unknown engine '{}'", cell.engine));
+  if (!kEncodings.contains(cell.encoding)) fail(where, fmt::format("field 'encoding': unknown '{}'", cell.encoding));
+  if (cell.tp < 1 || cell.tp > 64) fail(where, fmt::format("field 'tp' must be 1..64, got {}", cell.tp));
+  if (cell.n < 1 || cell.n > 1000) fail(where, fmt::format("field 'n' must be 1..1000, got {}", cell.n));
+  if (cell.publish_versions < 1) fail(where, "field 'publish_versions' must be >= 1");
+  if (cell.target < 1 || cell.target > cell.publish_versions) {
+    fail(where, fmt::format("field 'target' must be 1..publish_versions ({}), got {}", cell.publish_versions,
+                            cell.target));
+  }
+  if (cell.density && (*cell.density < 0 || *cell.density > 1)) fail(where, "field 'density' must be in [0, 1]");
+  if (cell.layers && *cell.layers < 1) fail(where, "field 'layers' must be >= 1");
+  if (cell.prepare_threads < 1) fail(where, "field 'prepare_threads' must be >= 1");
+  if (cell.floor_bytes < (1u << 20)) fail(where, "field 'floor_bytes' must be >= 1 MiB");
+}
+
+}  // namespace
+
+nlohmann::json MatrixCell::to_json() const {
+  nlohmann::json j{{"id", id},         {"model", model},     {"mode", mode},
+                   {"runtime", runtime}, {"engine", engine}, {"tp", tp},
+                   {"n", n},           {"seed", seed},       {"target", target},
+                   {"publish_versions", publish_versions},   {"encoding", encoding},
+                   {"prepare_threads", prepare_threads},     {"floor_bytes", floor_bytes}};
+  if (density) j["density"] = *density;
+  if (layers) j["layers"] = *layers;
+  return j;
+}
+
+Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) fail(origin, "a matrix must be a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "name" && key != "description" && key != "defaults" && key != "cells") {
+      fail(origin, fmt::format("unknown top-level field '{}'", key));
+    }
+  }
+  Matrix m;
+  if (!j.contains("name") || !j["name"].is_string()) fail(origin, "field 'name' (string) is required");
+  m.name = j["name"];
+  if (j.contains("description")) m.description = get_field<std::string>(j, "description", origin);
+  MatrixCell defaults;
+  if (j.contains("defaults")) apply_fields(defaults, j["defaults"], origin + ": defaults");
+  if (!j.contains("cells") || !j["cells"].is_array() || j["cells"].empty()) {
+    fail(origin, "field 'cells' must be a non-empty array");
+  }
+  std::set<std::string> ids;
+  for (size_t i = 0; i < j["cells"].size(); ++i) {
+    const auto& cj = j["cells"][i];
+    std::string where = fmt::format("{}: cell {}", origin, i);
+    if (cj.is_object() && cj.contains("id") && cj["id"].is_string()) where += fmt::format(" ({})", cj["id"].get<std::string>());
+    MatrixCell cell = defaults;
+    cell.id.clear();
+    apply_fields(cell, cj, where);
+    validate(cell, where);
+    if (cell.id.empty()) cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, cell.mode, cell.runtime, cell.tp);
+    if (!ids.insert(cell.id).second) fail(where, fmt::format("duplicate cell id '{}'", cell.id));
+    m.cells.push_back(cell);
+  }
+  return m;
+}
+
+Matrix load_matrix(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::Missing, fmt::format("{}: cannot open matrix", path.string()));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path.string(), fmt::format("invalid JSON: {}", e.what()));
+  }
+  Matrix m = parse_matrix(j, path.string());
+  m.path = path;
+  return m;
+}
+
+std::vector<MatrixCell> filter_cells(const std::vector<MatrixCell>& cells, const std::string& filter) {
+  if (filter.empty()) return cells;
+  std::regex re;
+  try {
+    re = std::regex(filter);
+  } catch (const std::regex_error& e) {
+    throw Error(ErrorKind::Format, fmt::format("--filter '{}': {}", filter, e.what()));
+  }
+  std::vector<MatrixCell> out;
+  for (const auto& cell : cells) {
+    if (std::regex_search(cell.id, re)) out.push_back(cell);
+  }
+  return out;
+}
+
+}  // namespace wsb

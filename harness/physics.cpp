@@ -1,0 +1,98 @@
+#include "harness/physics.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "models/core/errors.hpp"
+#include "modes/sync/host_buffer.hpp"
+
+namespace wsb {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+double measure_host_memcpy_gbps(uint64_t bytes, int threads, int repeats) {
+  threads = std::max(1, threads);
+  HostBuffer src(bytes, 4096);
+  HostBuffer dst(bytes, 4096);
+  std::memset(src.data(), 0x5A, bytes);
+  double best = 0;
+  for (int rep = 0; rep < repeats; ++rep) {
+    const double t0 = now();
+    {
+      std::vector<std::jthread> workers;
+      const uint64_t chunk = align_up((bytes + threads - 1) / threads, 4096);
+      for (int t = 0; t < threads; ++t) {
+        const uint64_t begin = std::min<uint64_t>(bytes, t * chunk);
+        const uint64_t end = std::min<uint64_t>(bytes, begin + chunk);
+        workers.emplace_back([&, begin, end] { std::memcpy(dst.data() + begin, src.data() + begin, end - begin); });
+      }
+    }
+    const double seconds = now() - t0;
+    best = std::max(best, static_cast<double>(bytes) / seconds / 1e9);
+  }
+  return best;
+}
+
+double measure_disk_read_gbps(const std::filesystem::path& dir, uint64_t bytes, bool* cold) {
+  std::filesystem::create_directories(dir);
+  const auto path = dir / ".wsbench_disk_floor.bin";
+  constexpr size_t kChunk = 4 << 20;
+  HostBuffer buffer(kChunk, 4096);
+  std::memset(buffer.data(), 0xA5, kChunk);
+  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ErrorKind::Io, fmt::format("open {}: {}", path.string(), std::strerror(errno)));
+  for (uint64_t done = 0; done < bytes; done += kChunk) {
+    if (::write(fd, buffer.data(), kChunk) != static_cast<ssize_t>(kChunk)) {
+      ::close(fd);
+      throw Error(ErrorKind::Io, fmt::format("write {}: {}", path.string(), std::strerror(errno)));
+    }
+  }
+  ::fsync(fd);
+  *cold = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  ::close(fd);
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::Io, fmt::format("open {}: {}", path.string(), std::strerror(errno)));
+  const double t0 = now();
+  uint64_t total = 0;
+  while (true) {
+    ssize_t n = ::read(fd, buffer.data(), kChunk);
+    if (n <= 0) break;
+    total += static_cast<uint64_t>(n);
+  }
+  const double seconds = now() - t0;
+  ::close(fd);
+  std::filesystem::remove(path);
+  return static_cast<double>(total) / seconds / 1e9;
+}
+
+Floors measure_floors(const std::filesystem::path& dir, uint64_t bytes, int threads) {
+  Floors floors;
+  floors.host_memcpy_threads = threads;
+  floors.host_memcpy_bytes = bytes;
+  floors.host_memcpy_gbps = measure_host_memcpy_gbps(bytes, threads);
+  floors.disk_read_bytes = bytes;
+  floors.disk_path = dir.string();
+  floors.disk_read_gbps = measure_disk_read_gbps(dir, bytes, &floors.disk_read_cold);
+  return floors;
+}
+
+nlohmann::json floors_json(const Floors& f) {
+  return {{"host_memcpy_gbps", f.host_memcpy_gbps}, {"host_memcpy_threads", f.host_memcpy_threads},
+          {"host_memcpy_bytes", f.host_memcpy_bytes}, {"disk_read_gbps", f.disk_read_gbps},
+          {"disk_read_bytes", f.disk_read_bytes},     {"disk_path", f.disk_path},
+          {"disk_read_cold", f.disk_read_cold}};
+}
+
+}  // namespace wsb

@@ -1,0 +1,53 @@
+#pragma once
+// Continuous probe traffic: one client thread sends the fixed greedy probe request back to back and records
+// every response with its timing, so the profiler can check versions and fingerprints before, during and after
+// an update and measure the largest gap between decode steps the client saw.
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness/engine_client.hpp"
+
+namespace wsb {
+
+/// The fixed probe request: a short prompt, greedy, 8 new tokens, logprobs.
+GenerateRequest probe_request();
+
+/// One probe response as the client saw it. Times are steady_seconds().
+struct ProbeSample {
+  double sent = 0;
+  double received = 0;
+  uint32_t version = 0;
+  std::string fingerprint;
+  std::vector<double> step_times;
+  int restarts = 0;
+  std::string error;  ///< non-empty when the request failed
+};
+
+class ProbeClient {
+ public:
+  explicit ProbeClient(EngineClient& engine) : engine_(engine) {}
+  ~ProbeClient() { stop(); }
+  void start();
+  /// Stops after the response in flight and joins.
+  void stop();
+  /// Copy of the samples so far.
+  std::vector<ProbeSample> samples() const;
+  /// Blocks until a response at `version` arrived or `timeout_s` passed; returns its receive time or -1.
+  double wait_for_version(uint32_t version, double timeout_s, int count = 1) const;
+
+ private:
+  EngineClient& engine_;
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::vector<ProbeSample> samples_;
+};
+
+/// Largest gap in seconds between consecutive decode-step times seen across all samples.
+double max_step_gap(const std::vector<ProbeSample>& samples);
+
+}  // namespace wsb

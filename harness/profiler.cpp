@@ -1,0 +1,329 @@
+#include "harness/profiler.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "harness/context.hpp"
+#include "harness/engine_client.hpp"
+#include "harness/physics.hpp"
+#include "harness/probe.hpp"
+#include "models/core/errors.hpp"
+#include "modes/publisher/publisher.hpp"
+#include "modes/store/store.hpp"
+
+namespace wsb {
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Per-trial check list: every check is recorded, the first failure becomes the trial's reason.
+class Checks {
+ public:
+  void add(const std::string& name, bool pass, const std::string& detail) {
+    list_.push_back({{"name", name}, {"pass", pass}, {"detail", detail}});
+    if (!pass && reason_.empty()) reason_ = name + ": " + detail;
+  }
+  bool passed() const { return reason_.empty(); }
+  const std::string& reason() const { return reason_; }
+  const nlohmann::json& json() const { return list_; }
+
+ private:
+  nlohmann::json list_ = nlohmann::json::array();
+  std::string reason_;
+};
+
+using Checksums = std::vector<std::map<std::string, std::string>>;
+
+/// "" when equal, else the first differing storages.
+std::string checksum_diff(const Checksums& actual, const Checksums& expected) {
+  if (actual.size() != expected.size()) return fmt::format("{} ranks vs {}", actual.size(), expected.size());
+  std::vector<std::string> diffs;
+  for (size_t r = 0; r < actual.size(); ++r) {
+    for (const auto& [name, hash] : expected[r]) {
+      auto it = actual[r].find(name);
+      if (it == actual[r].end() || it->second != hash) diffs.push_back(fmt::format("rank {} '{}'", r, name));
+    }
+    if (actual[r].size() != expected[r].size()) diffs.push_back(fmt::format("rank {} storage count", r));
+  }
+  if (diffs.empty()) return "";
+  if (diffs.size() > 3) {
+    const size_t total = diffs.size();
+    diffs.resize(3);
+    diffs.push_back(fmt::format("... {} in all", total));
+  }
+  return fmt::format("{}", fmt::join(diffs, ", "));
+}
+
+std::string pointer_diff(const std::vector<std::vector<StoragePointer>>& a,
+                         const std::vector<std::vector<StoragePointer>>& b) {
+  if (a.size() != b.size()) return "rank count changed";
+  for (size_t r = 0; r < a.size(); ++r) {
+    if (a[r].size() != b[r].size()) return fmt::format("rank {} storage count changed", r);
+    for (size_t s = 0; s < a[r].size(); ++s) {
+      if (!(a[r][s] == b[r][s])) {
+        return fmt::format("rank {} '{}' moved {:#x}/{} -> {:#x}/{}", r, a[r][s].name, a[r][s].address,
+                           a[r][s].bytes, b[r][s].address, b[r][s].bytes);
+      }
+    }
+  }
+  return "";
+}
+
+nlohmann::json phases_json(const std::vector<PhaseRecord>& records) {
+  // Aggregate repeated records (per storage / per rank) under one name, keeping first-seen order.
+  std::vector<std::string> order;
+  std::map<std::string, PhaseRecord> sum;
+  for (const auto& r : records) {
+    auto [it, inserted] = sum.try_emplace(r.name, PhaseRecord{r.name, 0, 0, r.floor});
+    if (inserted) order.push_back(r.name);
+    it->second.seconds += r.seconds;
+    it->second.bytes += r.bytes;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& name : order) {
+    const auto& r = sum[name];
+    out.push_back({{"name", r.name}, {"seconds", r.seconds}, {"bytes", r.bytes}, {"floor", floor_name(r.floor)}});
+  }
+  return out;
+}
+
+struct Reference {
+  std::string fingerprint;
+  Checksums checksums;
+  double native_load_s = 0;
+};
+
+struct TrialInputs {
+  const MatrixCell& cell;
+  EngineLaunch launch;
+  fs::path v0_dir;
+  Reference target;
+  std::string previous_v0_fingerprint;
+};
+
+nlohmann::json run_trial(int index, TrialInputs& in) {
+  Checks checks;
+  nlohmann::json trial{{"index", index}};
+  const uint32_t target = in.cell.target;
+  EngineLaunch launch = in.launch;
+  launch.workdir = launch.workdir / fmt::format("trial-{}", index);
+  std::error_code ec;
+  fs::remove_all(launch.workdir, ec);
+  fs::create_directories(launch.workdir);
+
+  const double boot0 = steady_seconds();
+  EmbeddedEngineClient client(launch, in.v0_dir, 0);
+  const double native_load_s = steady_seconds() - boot0;
+
+  const std::string fp0 = fingerprint(client.generate(probe_request()));
+  if (!in.previous_v0_fingerprint.empty()) {
+    checks.add("fresh_engines_agree", fp0 == in.previous_v0_fingerprint,
+               fmt::format("v0 fingerprint {} vs previous trial {}", fp0, in.previous_v0_fingerprint));
+  }
+  in.previous_v0_fingerprint = fp0;
+  const Checksums checksums0 = client.storage_checksums();
+  const auto pointers0 = client.storage_pointers();
+  checks.add("update_changes_fingerprint", fp0 != in.target.fingerprint,
+             fmt::format("v0 {} vs target {}", fp0, in.target.fingerprint));
+
+  ProbeClient probe(client);
+  probe.start();
+  probe.wait_for_version(0, 30.0);
+  const double prepare0 = steady_seconds();
+  PrepareReport prepare_report;
+  CommitReport commit_report;
+  double commit0 = 0, commit1 = 0;
+  std::string update_error;
+  try {
+    prepare_report = client.prepare(target);
+    commit0 = steady_seconds();
+    commit_report = client.commit(target);
+    commit1 = steady_seconds();
+  } catch (const std::exception& e) {
+    update_error = e.what();
+  }
+  double first_target = -1;
+  if (update_error.empty()) probe.wait_for_version(target, 30.0, 3);
+  probe.stop();
+  const auto samples = probe.samples();
+  checks.add("update_succeeds", update_error.empty(), update_error.empty() ? "prepare and commit returned" : update_error);
+
+  // Probe traffic, judged per response.
+  int before = 0, after = 0, errors = 0, wrong = 0, restarts = 0;
+  std::string first_wrong;
+  for (const auto& s : samples) {
+    restarts += s.restarts;
+    if (!s.error.empty()) {
+      ++errors;
+      if (first_wrong.empty()) first_wrong = "error: " + s.error;
+      continue;
+    }
+    const bool ok = (s.version == 0 && s.fingerprint == fp0) ||
+                    (s.version == target && s.fingerprint == in.target.fingerprint);
+    if (!ok) {
+      ++wrong;
+      if (first_wrong.empty()) {
+        first_wrong = fmt::format("response at version {} has fingerprint {}", version_string(s.version), s.fingerprint);
+      }
+    }
+    if (commit0 > 0 && s.received < commit0) {
+      ++before;
+      if (s.version != 0) {
+        ++wrong;
+        if (first_wrong.empty()) first_wrong = "a response before commit reported " + version_string(s.version);
+      }
+    }
+    if (commit1 > 0 && s.sent > commit1) {
+      ++after;
+      if (s.version != target) {
+        ++wrong;
+        if (first_wrong.empty()) first_wrong = "a response after commit reported " + version_string(s.version);
+      }
+    }
+    if (s.version == target && first_target < 0) first_target = s.received;
+  }
+  checks.add("probes_exact", errors == 0 && wrong == 0,
+             first_wrong.empty() ? fmt::format("{} responses, each at one version with its exact fingerprint",
+                                               samples.size())
+                                 : first_wrong);
+  checks.add("probes_during_prepare", before > 0,
+             fmt::format("{} responses at v0 completed between probe start and commit", before));
+  checks.add("probes_after_commit", after > 0, fmt::format("{} responses sent after commit at the target", after));
+
+  const uint32_t version = client.weight_version();
+  checks.add("version_is_target", version == target,
+             fmt::format("served {} expected {}", version_string(version), version_string(target)));
+  const Checksums checksums1 = client.storage_checksums();
+  const std::string diff = checksum_diff(checksums1, in.target.checksums);
+  checks.add("checksums_equal_native_load", diff.empty(),
+             diff.empty() ? fmt::format("{} ranks equal a fresh native load of {}", checksums1.size(),
+                                        version_string(target))
+                          : "differ: " + diff);
+  const std::string moved = pointer_diff(pointers0, client.storage_pointers());
+  checks.add("storage_pointers_unchanged", moved.empty(), moved.empty() ? "every storage kept address and size" : moved);
+
+  // A prepare of a version that was never published must be rejected and change nothing.
+  const uint32_t missing = in.cell.publish_versions + 1000;
+  std::string missing_detail;
+  bool missing_ok = false;
+  try {
+    client.prepare(missing);
+    missing_detail = fmt::format("prepare {} was accepted", version_string(missing));
+  } catch (const Error& e) {
+    missing_ok = e.kind() == ErrorKind::Missing;
+    missing_detail = fmt::format("rejected ({}): {}", error_kind_name(e.kind()), e.what());
+  }
+  const std::string fp_after = fingerprint(client.generate(probe_request()));
+  const bool unchanged = client.weight_version() == target && checksum_diff(client.storage_checksums(), checksums1).empty() &&
+                         fp_after == in.target.fingerprint;
+  checks.add("missing_target_rejected", missing_ok && unchanged,
+             missing_ok && !unchanged ? "rejected but version/checksums/fingerprint changed" : missing_detail);
+  (void)checksums0;
+
+  nlohmann::json times{{"native_load", native_load_s}};
+  if (update_error.empty()) {
+    times["prepare"] = prepare_report.seconds;
+    times["commit"] = commit1 - commit0;
+    times["pause"] = commit_report.pause_seconds;
+    if (first_target > 0) times["envelope"] = first_target - prepare0;
+    times["max_stall"] = max_step_gap(samples);
+  }
+  std::vector<PhaseRecord> phases = client.load_report().phases;
+  phases.insert(phases.end(), prepare_report.phases.begin(), prepare_report.phases.end());
+  phases.insert(phases.end(), commit_report.phases.begin(), commit_report.phases.end());
+  trial["status"] = checks.passed() ? "pass" : "fail";
+  trial["reason"] = checks.reason();
+  trial["times_s"] = times;
+  trial["phases"] = phases_json(phases);
+  trial["checks"] = checks.json();
+  trial["memory"] = memory_snapshot();
+  trial["memory"]["mode_canonical_bytes"] = client.engine().mode().memory().canonical_bytes;
+  trial["memory"]["mode_rank_image_bytes"] = client.engine().mode().memory().rank_image_bytes;
+  trial["memory"]["mode_staging_bytes"] = client.engine().mode().memory().staging_bytes;
+  trial["probe"] = {{"responses", samples.size()}, {"before_commit", before}, {"after_commit", after},
+                    {"errors", errors}, {"restarted_by_commit", restarts}};
+  return trial;
+}
+
+}  // namespace
+
+nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
+  nlohmann::json out = cell.to_json();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  out["host"] = host;
+  out["trials"] = nlohmann::json::array();
+  try {
+    std::error_code ec;
+    fs::remove_all(options.workdir, ec);
+    fs::create_directories(options.workdir);
+    ModelProfile profile = find_profile(cell.model, options.profiles_dir);
+    if (cell.layers) profile = scale_profile(profile, ProfileScale{cell.layers});
+
+    const fs::path store_dir = options.workdir / "store";
+    PublishOptions publish_options;
+    publish_options.store = store_dir;
+    publish_options.first_version = 0;
+    publish_options.last_version = cell.publish_versions;
+    publish_options.seed = cell.seed;
+    publish_options.density = cell.density;
+    publish_options.encoding = *parse_delta_encoding(cell.encoding);
+    const auto published = publish(profile, publish_options);
+    nlohmann::json publications = nlohmann::json::array();
+    for (const auto& p : published) {
+      publications.push_back({{"version", p.version}, {"full", p.full}, {"canonical_bytes", p.canonical_bytes},
+                              {"stored_bytes", p.stored_bytes}, {"changed_values", p.changed_values},
+                              {"seconds", p.seconds}});
+    }
+    out["publications"] = publications;
+
+    // The reference is independent of every sync mode: the publisher's own FULL checkpoint of the target.
+    const fs::path reference_dir = options.workdir / "reference";
+    write_full_checkpoint(profile, cell.seed, cell.target, cell.density, reference_dir);
+
+    out["floors"] = floors_json(measure_floors(options.workdir, cell.floor_bytes, cell.prepare_threads));
+
+    EngineLaunch launch{profile, cell.tp, cell.mode, store_dir, options.workdir, cell.prepare_threads};
+    Reference reference;
+    {
+      EngineLaunch ref_launch = launch;
+      ref_launch.workdir = options.workdir / "reference-engine";
+      const double t0 = steady_seconds();
+      EmbeddedEngineClient native(ref_launch, reference_dir, cell.target);
+      reference.native_load_s = steady_seconds() - t0;
+      reference.fingerprint = fingerprint(native.generate(probe_request()));
+      reference.checksums = native.storage_checksums();
+      nlohmann::json per_rank = nlohmann::json::array();
+      for (const auto& layout : native.engine().layouts()) per_rank.push_back(layout.bytes());
+      out["bytes"] = {{"canonical", profile.canonical_bytes()}, {"rank_image_per_rank", per_rank}};
+      for (const auto& p : published) {
+        if (p.version == cell.target) out["bytes"]["delta_compressed"] = p.stored_bytes;
+      }
+    }
+    out["reference"] = {{"fingerprint", reference.fingerprint}, {"native_load_s", reference.native_load_s}};
+
+    TrialInputs inputs{cell, launch, Store(store_dir).update_dir(0), reference, ""};
+    std::string first_failure;
+    for (int i = 0; i < cell.n; ++i) {
+      nlohmann::json trial = run_trial(i, inputs);
+      if (trial["status"] != "pass" && first_failure.empty()) {
+        first_failure = fmt::format("trial {}: {}", i, trial["reason"].get<std::string>());
+      }
+      out["trials"].push_back(std::move(trial));
+    }
+    out["status"] = first_failure.empty() ? "pass" : "fail";
+    out["reason"] = first_failure;
+  } catch (const std::exception& e) {
+    out["status"] = "fail";
+    out["reason"] = fmt::format("setup: {}", e.what());
+  }
+  if (!options.keep_workdir) {
+    std::error_code ec;
+    fs::remove_all(options.workdir, ec);
+  }
+  return out;
+}
+
+}  // namespace wsb

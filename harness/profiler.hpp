@@ -1,0 +1,24 @@
+#pragma once
+// The profiler: runs one matrix cell's trials against fresh engines and checks every update exactly
+// (fingerprints before/during/after, per-rank checksums against a native load, storage pointers, version,
+// missing-target rejection). Verification (checks) is kept apart from timing (times_s, phases).
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/matrix.hpp"
+
+namespace wsb {
+
+struct CellRunOptions {
+  std::filesystem::path profiles_dir;
+  std::filesystem::path workdir;  ///< emptied first; holds the store, the reference checkpoint, trial dirs
+  bool keep_workdir = false;
+};
+
+/// Runs every trial of `cell` and returns the cell object of results.json (see reports/ for the schema):
+/// status "pass" only when every check of every trial passed. Setup errors (unknown profile, publish failure)
+/// produce status "fail" with the reason; they do not throw.
+nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options);
+
+}  // namespace wsb

@@ -1,0 +1,107 @@
+#include "harness/runner.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "harness/context.hpp"
+#include "models/core/errors.hpp"
+
+extern char** environ;
+
+namespace wsb {
+namespace fs = std::filesystem;
+
+fs::path self_executable() { return fs::read_symlink("/proc/self/exe"); }
+
+std::vector<std::string> cell_command(const MatrixCell& cell, const fs::path& self, const RunOptions& options,
+                                      const fs::path& cell_out, const fs::path& workdir) {
+  std::vector<std::string> argv;
+  if (cell.runtime != "native") {
+    throw Error(ErrorKind::Format, fmt::format("cell {}: unknown runtime '{}'", cell.id, cell.runtime));
+  }
+  // native: direct exec, no sandbox (the runc-equivalent).
+  argv = {self.string(), "cell",     "--matrix", fs::absolute(options.matrix_path).string(), "--cell", cell.id,
+          "--out",       cell_out.string(), "--workdir", workdir.string(), "--profiles",
+          fs::absolute(options.profiles_dir).string()};
+  if (options.keep_workdir) argv.push_back("--keep-workdir");
+  return argv;
+}
+
+namespace {
+
+/// Runs argv, waits; returns a description of an abnormal end ("" for exit 0).
+std::string spawn_and_wait(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
+  if (rc != 0) return fmt::format("cannot start {}: {}", argv[0], std::strerror(rc));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return fmt::format("waitpid: {}", std::strerror(errno));
+  }
+  if (WIFSIGNALED(status)) return fmt::format("cell process killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 1) {
+    return fmt::format("cell process exited with status {}", WEXITSTATUS(status));
+  }
+  return "";
+}
+
+}  // namespace
+
+nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
+  Matrix matrix = load_matrix(options.matrix_path);
+  auto cells = filter_cells(matrix.cells, options.filter);
+  if (cells.empty()) {
+    throw Error(ErrorKind::Format, fmt::format("--filter '{}' selects no cell of {}", options.filter,
+                                               options.matrix_path.string()));
+  }
+  fs::create_directories(options.out_dir / "cells");
+  nlohmann::json results{{"schema_version", 1},
+                         {"tool", "wsbench"},
+                         {"context", collect_context()},
+                         {"matrix", matrix.name},
+                         {"cells", nlohmann::json::array()}};
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto& cell = cells[i];
+    const fs::path cell_out = fs::absolute(options.out_dir / "cells" / fmt::format("{:03}.json", i));
+    const fs::path workdir = fs::absolute(options.out_dir / "work" / fmt::format("{:03}", i));
+    fs::remove(cell_out);
+    std::cerr << fmt::format("[{}/{}] {} (n={}) ...\n", i + 1, cells.size(), cell.id, cell.n);
+    std::string failure = spawn_and_wait(cell_command(cell, self, options, cell_out, workdir));
+    nlohmann::json cell_json;
+    std::ifstream in(cell_out);
+    if (in) {
+      try {
+        cell_json = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception& e) {
+        failure += fmt::format("{}unreadable cell result {}: {}", failure.empty() ? "" : "; ", cell_out.string(), e.what());
+      }
+    } else if (failure.empty()) {
+      failure = "the cell process wrote no result";
+    }
+    if (cell_json.is_null()) {
+      cell_json = cell.to_json();
+      cell_json["trials"] = nlohmann::json::array();
+    }
+    if (!failure.empty()) {
+      cell_json["status"] = "fail";
+      cell_json["reason"] = failure;
+    }
+    std::cerr << fmt::format("      {}{}\n", cell_json.value("status", "fail"),
+                             cell_json.value("reason", "").empty() ? "" : ": " + cell_json.value("reason", ""));
+    results["cells"].push_back(std::move(cell_json));
+  }
+  return results;
+}
+
+}  // namespace wsb

@@ -1,0 +1,155 @@
+#include "modes/sync/cpu_mode.hpp"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "models/core/errors.hpp"
+#include "modes/store/publication.hpp"
+#include "modes/sync/delta_fold.hpp"
+
+namespace wsb {
+
+CpuMode::CpuMode(SyncContext context) : context_(std::move(context)) {
+  canonical_ = context_.profile.canonical_tensors();
+  uint64_t cursor = 0;
+  for (size_t i = 0; i < canonical_.size(); ++i) {
+    canonical_index_[canonical_[i].name] = i;
+    cursor = align_up(cursor, kStorageAlignment);
+    canonical_offsets_.push_back(cursor);
+    cursor += canonical_[i].bytes();
+  }
+  canonical_image_ = HostBuffer(cursor, kImageAlignment);
+  for (const auto& layout : context_.layouts) images_.emplace_back(layout);
+}
+
+std::span<uint8_t> CpuMode::tensor_span(size_t index) {
+  return canonical_image_.span().subspan(canonical_offsets_[index], canonical_[index].bytes());
+}
+
+std::span<const uint8_t> CpuMode::canonical_tensor(const std::string& name) const {
+  auto it = canonical_index_.find(name);
+  if (it == canonical_index_.end()) throw Error(ErrorKind::Missing, fmt::format("cpu mode: no tensor '{}'", name));
+  return canonical_image_.span().subspan(canonical_offsets_[it->second], canonical_[it->second].bytes());
+}
+
+void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
+  ScopedPhase phase(log, "load.canonical_image", Floor::HostMemcpy);
+  for (size_t i = 0; i < canonical_.size(); ++i) {
+    const auto& spec = canonical_[i];
+    const auto& entry = checkpoint.entry(spec.name);
+    if (entry.spec() != spec) {
+      throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' is {} {}, the model expects {} {}",
+                                                   checkpoint.dir().string(), spec.name, dtype_name(entry.dtype),
+                                                   shape_string(entry.shape), dtype_name(spec.dtype),
+                                                   shape_string(spec.shape)));
+    }
+    auto src = checkpoint.data(spec.name);
+    std::copy(src.begin(), src.end(), tensor_span(i).begin());
+    phase.add_bytes(src.size());
+  }
+  canonical_version_ = version;
+  loaded_ = true;
+  images_version_.reset();
+}
+
+void CpuMode::build_rank_images(PhaseLog& log) {
+  ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
+  CanonicalLookup lookup = [this](const std::string& name) { return canonical_tensor(name); };
+  // One worker per TP rank: ranks write disjoint images and read the canonical image only.
+  std::vector<std::exception_ptr> errors(images_.size());
+  {
+    std::vector<std::jthread> workers;
+    for (size_t r = 0; r < images_.size(); ++r) {
+      workers.emplace_back([&, r] {
+        try {
+          const auto& layout = context_.layouts[r];
+          for (size_t s = 0; s < layout.storages.size(); ++s) load_storage(layout.storages[s], lookup, images_[r].storage(s));
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+    }
+  }
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (const auto& image : images_) phase.add_bytes(image.payload_bytes());
+}
+
+void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
+  if (!loaded_) throw Error(ErrorKind::State, "cpu mode: prepare before the engine's native load");
+  images_version_.reset();
+  if (canonical_version_ > target) {
+    throw Error(ErrorKind::State, fmt::format("cpu mode: the canonical image holds {}, newer than target {} (served {})",
+                                              version_string(canonical_version_), version_string(target),
+                                              version_string(served)));
+  }
+  if (canonical_version_ < target) {
+    Store store(context_.store);
+    UpdatePlan plan;
+    {
+      ScopedPhase phase(log, "prepare.plan");
+      plan = plan_update(store, canonical_version_, target);
+      check_plan_covers(plan, canonical_);
+    }
+    {
+      // Stage the compressed deltas once: fault every payload page in (they are memory-mapped).
+      ScopedPhase phase(log, "prepare.stage", Floor::DiskRead);
+      uint64_t sink = 0;
+      for (const auto& step : plan.steps) {
+        for (const auto& spec : canonical_) {
+          auto payload = step->payload(spec.name);
+          for (size_t i = 0; i < payload.size(); i += 4096) sink += payload[i];
+          phase.add_bytes(payload.size());
+        }
+      }
+      volatile uint64_t keep = sink;
+      (void)keep;
+    }
+    {
+      ScopedPhase phase(log, "prepare.apply_verify", Floor::HostMemcpy);
+      std::vector<FoldUndo> undo(canonical_.size());
+      size_t done = 0;
+      try {
+        for (; done < canonical_.size(); ++done) {
+          fold_tensor(plan, canonical_[done], tensor_span(done), &undo[done]);
+          phase.add_bytes(canonical_[done].bytes());
+        }
+      } catch (...) {
+        // Checksums are verified before anything is used: put every folded tensor back.
+        while (done-- > 0) unfold_tensor(plan, undo[done], tensor_span(done));
+        throw;
+      }
+    }
+    canonical_version_ = target;
+  }
+  build_rank_images(log);
+  images_version_ = target;
+}
+
+void CpuMode::preflight(uint32_t target) const {
+  if (!images_version_ || *images_version_ != target) {
+    throw Error(ErrorKind::State, fmt::format("cpu mode: rank images are not prepared for {}", version_string(target)));
+  }
+}
+
+void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
+  ScopedPhase phase(log, "commit.copy", storages.copy_floor());
+  for (size_t r = 0; r < images_.size(); ++r) {
+    for (size_t s = 0; s < images_[r].storage_count(); ++s) {
+      storages.write(static_cast<int>(r), s, 0, images_[r].storage(s));
+    }
+    phase.add_bytes(images_[r].payload_bytes());
+  }
+  storages.synchronize();
+}
+
+ModeMemory CpuMode::memory() const {
+  ModeMemory m;
+  m.canonical_bytes = canonical_image_.size();
+  for (const auto& image : images_) m.rank_image_bytes += image.bytes();
+  return m;
+}
+
+}  // namespace wsb

@@ -1,0 +1,76 @@
+#include "modes/sync/delta_fold.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "models/core/checksum.hpp"
+#include "models/core/errors.hpp"
+
+namespace wsb {
+
+void check_plan_covers(const UpdatePlan& plan, const std::vector<TensorSpec>& canonical) {
+  std::set<std::string, std::less<>> names;
+  for (const auto& spec : canonical) names.insert(spec.name);
+  for (const auto& step : plan.steps) {
+    for (const auto& spec : canonical) {
+      if (!step->contains(spec.name)) {
+        throw Error(ErrorKind::Missing, fmt::format("publication {}: tensor '{}' missing from the delta",
+                                                    version_string(step->version()), spec.name));
+      }
+    }
+    for (const auto& name : step->tensor_names()) {
+      if (!names.contains(name)) {
+        throw Error(ErrorKind::Mismatch, fmt::format("publication {}: tensor '{}' is not a tensor of the model",
+                                                     version_string(step->version()), name));
+      }
+    }
+  }
+}
+
+namespace {
+
+void revert_steps(const UpdatePlan& plan, FoldUndo& undo, std::span<uint8_t> bytes) {
+  for (size_t i = undo.applied_steps; i-- > 0;) {
+    const auto& step = *plan.steps[i];
+    if (step.manifest().encoding == DeltaEncoding::Overwrite) {
+      apply_delta_swap(undo.overwrite_inverse[i], bytes);
+    } else {
+      DecodedDelta again = decode_delta(DeltaEncoding::Xor, step.payload(undo.tensor), bytes.size(), undo.tensor);
+      apply_delta_swap(again, bytes);
+    }
+  }
+  undo.applied_steps = 0;
+}
+
+}  // namespace
+
+void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo_out) {
+  FoldUndo undo;
+  undo.tensor = spec.name;
+  undo.overwrite_inverse.resize(plan.steps.size());
+  try {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const auto& step = *plan.steps[i];
+      DecodedDelta delta = decode_delta(step.manifest().encoding, step.payload(spec.name), bytes.size(), spec.name);
+      apply_delta_swap(delta, bytes);
+      if (delta.encoding == DeltaEncoding::Overwrite) undo.overwrite_inverse[i] = std::move(delta);
+      undo.applied_steps = i + 1;
+    }
+    const std::string& expected = plan.steps.back()->expected_checksum(spec.name);
+    const std::string actual = xxh3_128_hex(bytes);
+    if (actual != expected) {
+      throw Error(ErrorKind::Checksum,
+                  fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}", spec.name,
+                              version_string(plan.to), actual, expected));
+    }
+  } catch (...) {
+    revert_steps(plan, undo, bytes);
+    throw;
+  }
+  if (undo_out != nullptr) *undo_out = std::move(undo);
+}
+
+void unfold_tensor(const UpdatePlan& plan, FoldUndo& undo, std::span<uint8_t> bytes) { revert_steps(plan, undo, bytes); }
+
+}  // namespace wsb

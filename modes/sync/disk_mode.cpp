@@ -1,0 +1,259 @@
+#include "modes/sync/disk_mode.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "models/core/checksum.hpp"
+#include "models/core/errors.hpp"
+#include "modes/store/publication.hpp"
+#include "modes/sync/delta_fold.hpp"
+
+namespace wsb {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw Error(ErrorKind::Io, fmt::format("{}: {}", what, std::strerror(errno)));
+}
+
+/// Owns a file descriptor.
+class Fd {
+ public:
+  Fd(const fs::path& path, int flags) : fd_(::open(path.c_str(), flags | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) throw_errno(fmt::format("open {}", path.string()));
+  }
+  ~Fd() { ::close(fd_); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void pwrite_all(int fd, std::span<const uint8_t> bytes, uint64_t offset, const std::string& what) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(fmt::format("write {}", what));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+void fsync_path(const fs::path& path, bool drop_cache) {
+  Fd fd(path, O_RDONLY);
+  if (::fsync(fd.get()) != 0) throw_errno(fmt::format("fsync {}", path.string()));
+  // Release the page cache so commit's reload reads the disk, as a native reload after a restart would.
+  if (drop_cache) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+}
+
+}  // namespace
+
+DiskMode::DiskMode(SyncContext context) : context_(std::move(context)) {
+  canonical_ = context_.profile.canonical_tensors();
+  for (const auto& layout : context_.layouts) {
+    for (const auto& storage : layout.storages) staging_bytes_ = std::max<uint64_t>(staging_bytes_, storage.bytes());
+  }
+}
+
+fs::path DiskMode::checkpoint_dir() const { return context_.workdir / "checkpoint"; }
+
+std::optional<DiskLineageState> DiskMode::read_state() const {
+  const fs::path path = checkpoint_dir() / ".weight_sync" / "state.json";
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    DiskLineageState state;
+    state.version = parse_version_string(j.at("version").get<std::string>(), path.string() + ": version");
+    state.seeded_from = parse_version_string(j.at("seeded_from").get<std::string>(), path.string() + ": seeded_from");
+    return state;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // an unreadable state is an unverified checkpoint: reseed
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+void DiskMode::clear_state() const {
+  const fs::path dir = checkpoint_dir() / ".weight_sync";
+  std::error_code ec;
+  fs::remove(dir / "state.json", ec);
+  if (fs::exists(dir)) fsync_path(dir, false);
+}
+
+void DiskMode::write_state(const DiskLineageState& state) const {
+  const fs::path dir = checkpoint_dir() / ".weight_sync";
+  fs::create_directories(dir);
+  const fs::path tmp = dir / "state.json.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << nlohmann::json{{"version", version_string(state.version)},
+                          {"seeded_from", version_string(state.seeded_from)}}
+               .dump(2)
+        << "\n";
+    if (!out) throw Error(ErrorKind::Io, fmt::format("write {}", tmp.string()));
+  }
+  fsync_path(tmp, false);
+  fs::rename(tmp, dir / "state.json");
+  fsync_path(dir, false);
+}
+
+void DiskMode::on_native_load(const CheckpointReader&, uint32_t, PhaseLog&) {
+  // Nothing to keep in memory: the mutable checkpoint is seeded lazily by the first prepare.
+}
+
+void DiskMode::reseed(const Store& store, uint32_t full_version, PhaseLog& log) {
+  ScopedPhase phase(log, "prepare.seed", Floor::DiskRead);
+  Publication full(store, full_version);
+  clear_state();
+  std::error_code ec;
+  fs::remove_all(checkpoint_dir(), ec);
+  fs::create_directories(checkpoint_dir());
+  std::set<std::string> files{kIndexFileName};
+  for (const auto& [tensor, shard] : read_checkpoint_index(full.dir() / kIndexFileName).weight_map) files.insert(shard);
+  for (const auto& file : files) {
+    fs::create_directories((checkpoint_dir() / file).parent_path());
+    fs::copy_file(full.dir() / file, checkpoint_dir() / file, fs::copy_options::overwrite_existing);
+    phase.add_bytes(fs::file_size(full.dir() / file));
+  }
+  // Verify the seed as copied, tensor by tensor, against the FULL publication's checksums.
+  CheckpointReader seeded(checkpoint_dir());
+  for (const auto& spec : canonical_) {
+    const auto& entry = seeded.entry(spec.name);
+    if (entry.spec() != spec) {
+      throw Error(ErrorKind::Mismatch, fmt::format("publication {}: tensor '{}' is {} {}, the model expects {} {}",
+                                                   version_string(full_version), spec.name, dtype_name(entry.dtype),
+                                                   shape_string(entry.shape), dtype_name(spec.dtype),
+                                                   shape_string(spec.shape)));
+    }
+    const std::string actual = xxh3_128_hex(seeded.data(spec.name));
+    if (actual != full.expected_checksum(spec.name)) {
+      throw Error(ErrorKind::Checksum, fmt::format("publication {}: tensor '{}' xxh3-128 {} != {}",
+                                                   version_string(full_version), spec.name, actual,
+                                                   full.expected_checksum(spec.name)));
+    }
+  }
+  for (const auto& file : files) fsync_path(checkpoint_dir() / file, false);
+  write_state(DiskLineageState{full_version, full_version});
+}
+
+void DiskMode::apply_plan(const UpdatePlan& plan, PhaseLog& log) {
+  const auto seeded_from = read_state()->seeded_from;
+  clear_state();  // from here until write_state the checkpoint is unverified (crash => reseed)
+  std::set<fs::path> touched;
+  {
+    ScopedPhase phase(log, "prepare.apply_verify_write", Floor::DiskRead);
+    CheckpointReader local(checkpoint_dir());
+    std::vector<uint8_t> buffer;
+    for (const auto& spec : canonical_) {
+      const auto& entry = local.entry(spec.name);
+      if (entry.spec() != spec) {
+        throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' is {} {}, the model expects {} {}",
+                                                     checkpoint_dir().string(), spec.name, dtype_name(entry.dtype),
+                                                     shape_string(entry.shape), dtype_name(spec.dtype),
+                                                     shape_string(spec.shape)));
+      }
+      auto current = local.data(spec.name);
+      buffer.assign(current.begin(), current.end());
+      fold_tensor(plan, spec, buffer, nullptr);
+      const auto& shard = local.shard_of(spec.name);
+      Fd fd(shard.path(), O_WRONLY);
+      pwrite_all(fd.get(), buffer, shard.data_start() + entry.begin, shard.path().string());
+      touched.insert(shard.path());
+      phase.add_bytes(buffer.size());
+    }
+  }
+  {
+    ScopedPhase phase(log, "prepare.fsync");
+    for (const auto& path : touched) fsync_path(path, true);
+  }
+  write_state(DiskLineageState{plan.to, seeded_from});
+}
+
+void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
+  (void)served;
+  prepared_.reset();
+  Store store(context_.store);
+  auto state = read_state();
+  if (state && state->version == target) {
+    prepared_ = target;  // already materialized and verified (e.g. a crash after write_state)
+    return;
+  }
+  std::optional<uint32_t> base;
+  if (state && state->version < target) base = state->version;
+  UpdatePlan plan;
+  {
+    ScopedPhase phase(log, "prepare.plan");
+    if (!store.has(target)) {
+      throw Error(ErrorKind::Missing,
+                  fmt::format("version {} not published in {}", version_string(target), store.root().string()));
+    }
+    if (!base) {
+      // Seed from the newest FULL publication at or before the target.
+      for (uint32_t v : store.versions()) {
+        if (v <= target && Publication(store, v).is_full()) base = v;
+      }
+      if (!base) {
+        throw Error(ErrorKind::Missing, fmt::format("no FULL publication at or before {} in {}", version_string(target),
+                                                    store.root().string()));
+      }
+    }
+    if (*base < target) {
+      plan = plan_update(store, *base, target);
+      check_plan_covers(plan, canonical_);
+    }
+  }
+  if (!state || state->version != *base) reseed(store, *base, log);
+  if (*base < target) apply_plan(plan, log);
+  prepared_ = target;
+}
+
+void DiskMode::preflight(uint32_t target) const {
+  auto state = read_state();
+  if (!prepared_ || *prepared_ != target || !state || state->version != target) {
+    throw Error(ErrorKind::State,
+                fmt::format("disk mode: {} holds no verified checkpoint of {}", checkpoint_dir().string(),
+                            version_string(target)));
+  }
+}
+
+void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
+  CheckpointReader local(checkpoint_dir());
+  CanonicalLookup lookup = [&local](const std::string& name) { return local.data(name); };
+  HostBuffer staging(staging_bytes_, 4096);
+  for (size_t r = 0; r < context_.layouts.size(); ++r) {
+    const auto& layout = context_.layouts[r];
+    for (size_t s = 0; s < layout.storages.size(); ++s) {
+      const auto& spec = layout.storages[s];
+      auto out = staging.span().subspan(0, spec.bytes());
+      {
+        ScopedPhase phase(log, "commit.read_transform", Floor::DiskRead, spec.bytes());
+        load_storage(spec, lookup, out);
+      }
+      ScopedPhase phase(log, "commit.copy", storages.copy_floor(), spec.bytes());
+      storages.write(static_cast<int>(r), s, 0, out);
+      storages.synchronize();
+    }
+  }
+}
+
+ModeMemory DiskMode::memory() const {
+  ModeMemory m;
+  m.staging_bytes = staging_bytes_;
+  return m;
+}
+
+}  // namespace wsb

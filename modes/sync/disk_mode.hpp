@@ -1,0 +1,48 @@
+#pragma once
+// disk mode (DESIGN.md): prepare materializes a complete, verified, mutable checkpoint on local disk (seeded from
+// the newest FULL publication or the previously applied version, deltas folded tensor by tensor, each target
+// checksum verified, written, fsynced; lineage state cleared before mutation and written after). Commit is a
+// complete native reload from that directory into the same storages, with one storage of staging memory.
+#include <optional>
+
+#include "modes/store/publication.hpp"
+#include "modes/sync/host_buffer.hpp"
+#include "modes/sync/sync_mode.hpp"
+
+namespace wsb {
+
+/// Contents of <checkpoint>/.weight_sync/state.json.
+struct DiskLineageState {
+  uint32_t version = 0;
+  uint32_t seeded_from = 0;
+};
+
+class DiskMode final : public SyncMode {
+ public:
+  explicit DiskMode(SyncContext context);
+  std::string_view name() const override { return "disk"; }
+  void on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) override;
+  void prepare(uint32_t served, uint32_t target, PhaseLog& log) override;
+  void discard_prepared() override { prepared_.reset(); }
+  void preflight(uint32_t target) const override;
+  void commit(StorageTarget& storages, PhaseLog& log) override;
+  ModeMemory memory() const override;
+
+  /// The mutable checkpoint directory (workdir/checkpoint).
+  std::filesystem::path checkpoint_dir() const;
+  /// nullopt when the state file is absent (unverified checkpoint).
+  std::optional<DiskLineageState> read_state() const;
+
+ private:
+  void clear_state() const;
+  void write_state(const DiskLineageState& state) const;
+  void reseed(const Store& store, uint32_t full_version, PhaseLog& log);
+  void apply_plan(const UpdatePlan& plan, PhaseLog& log);
+
+  SyncContext context_;
+  std::vector<TensorSpec> canonical_;
+  std::optional<uint32_t> prepared_;
+  uint64_t staging_bytes_ = 0;
+};
+
+}  // namespace wsb

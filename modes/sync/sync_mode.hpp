@@ -1,0 +1,58 @@
+#pragma once
+// A weight-sync mode: how the target version is built during prepare and made live during commit.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/checkpoint/checkpoint.hpp"
+#include "models/core/phase_log.hpp"
+#include "models/layout/tp_layout.hpp"
+#include "models/profile/profile.hpp"
+#include "modes/store/store.hpp"
+#include "modes/sync/storage_target.hpp"
+
+namespace wsb {
+
+/// What a mode needs from the engine that owns it.
+struct SyncContext {
+  ModelProfile profile;
+  std::vector<RankLayout> layouts;     ///< one per TP rank
+  std::filesystem::path store;         ///< publication store
+  std::filesystem::path workdir;       ///< mode-private files (disk mode's mutable checkpoint)
+  int threads = 2;                     ///< prepare worker threads
+};
+
+/// Host memory a mode holds between updates, in bytes (canonical image, rank images, staging).
+struct ModeMemory {
+  uint64_t canonical_bytes = 0;
+  uint64_t rank_image_bytes = 0;
+  uint64_t staging_bytes = 0;
+};
+
+/// Every mode prepares and commits every storage (no sparsity assumption). prepare() must never touch live
+/// storages and must leave the mode consistent when it throws; commit() is the only mutation of live storages.
+class SyncMode {
+ public:
+  virtual ~SyncMode() = default;
+  virtual std::string_view name() const = 0;
+  /// Called after the engine's native load of `checkpoint` at `version` (the served version from then on).
+  virtual void on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) = 0;
+  /// Builds `target` while the engine keeps serving. Throws wsb::Error (Missing when the target is not
+  /// published, Lineage/Format/Checksum/Truncated/Mismatch naming the tensor). `served` is the live version.
+  virtual void prepare(uint32_t served, uint32_t target, PhaseLog& log) = 0;
+  /// Forgets a prepared version (superseded).
+  virtual void discard_prepared() = 0;
+  /// Checks the prepared artefacts are complete for `target`; mutates nothing. Throws Error(State).
+  virtual void preflight(uint32_t target) const = 0;
+  /// Copies the prepared version into the live storages (the pause). A throw here is fatal for the engine.
+  virtual void commit(StorageTarget& storages, PhaseLog& log) = 0;
+  virtual ModeMemory memory() const = 0;
+};
+
+/// "disk" | "cpu". Throws Error(Format) naming the unknown mode.
+std::unique_ptr<SyncMode> make_sync_mode(std::string_view name, SyncContext context);
+
+}  // namespace wsb

@@ -1,0 +1,72 @@
+#include "modes/sync/sync_state.hpp"
+
+#include <fmt/format.h>
+
+#include "models/core/errors.hpp"
+#include "modes/store/store.hpp"
+
+namespace wsb {
+
+void SyncStateMachine::set_staging_enabled(bool enabled) {
+  std::lock_guard lock(mu_);
+  staging_enabled_ = enabled;
+}
+
+PrepareAction SyncStateMachine::begin_prepare(uint32_t target) {
+  std::lock_guard lock(mu_);
+  const std::string t = version_string(target);
+  if (!staging_enabled_) throw Error(ErrorKind::State, fmt::format("prepare {}: weight-update staging is off", t));
+  if (preparing_) throw Error(ErrorKind::State, fmt::format("prepare {}: another prepare is pending", t));
+  if (prepared_ && target == *prepared_) return PrepareAction::AlreadyPrepared;
+  if (target <= served_) {
+    throw Error(ErrorKind::State,
+                fmt::format("prepare {}: target is not newer than the served version {}", t, version_string(served_)));
+  }
+  if (prepared_ && target < *prepared_) {
+    throw Error(ErrorKind::State, fmt::format("prepare {}: target is older than the prepared version {}", t,
+                                              version_string(*prepared_)));
+  }
+  prepared_.reset();  // a newer target supersedes what was prepared
+  preparing_ = true;
+  return PrepareAction::Build;
+}
+
+void SyncStateMachine::finish_prepare(uint32_t target, bool ok) {
+  std::lock_guard lock(mu_);
+  preparing_ = false;
+  if (ok) prepared_ = target;
+}
+
+void SyncStateMachine::check_commit(uint32_t target) const {
+  std::lock_guard lock(mu_);
+  const std::string t = version_string(target);
+  if (preparing_) throw Error(ErrorKind::State, fmt::format("commit {}: a prepare is pending", t));
+  if (!prepared_) throw Error(ErrorKind::State, fmt::format("commit {}: nothing is prepared", t));
+  if (*prepared_ != target) {
+    throw Error(ErrorKind::State,
+                fmt::format("commit {}: the prepared version is {}", t, version_string(*prepared_)));
+  }
+}
+
+void SyncStateMachine::finish_commit(uint32_t target) {
+  std::lock_guard lock(mu_);
+  served_ = target;
+  prepared_.reset();
+}
+
+uint32_t SyncStateMachine::served() const {
+  std::lock_guard lock(mu_);
+  return served_;
+}
+
+std::optional<uint32_t> SyncStateMachine::prepared() const {
+  std::lock_guard lock(mu_);
+  return prepared_;
+}
+
+bool SyncStateMachine::preparing() const {
+  std::lock_guard lock(mu_);
+  return preparing_;
+}
+
+}  // namespace wsb
