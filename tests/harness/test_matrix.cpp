@@ -1,0 +1,63 @@
+// Matrix schema: defaults, ids, filters, and errors naming the cell and the field.
+#include <gtest/gtest.h>
+
+#include "harness/matrix.hpp"
+#include "models/core/errors.hpp"
+
+namespace wsb {
+namespace {
+
+std::string matrix_error(const nlohmann::json& j) {
+  try {
+    parse_matrix(j, "m.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted: " << j.dump();
+  return "";
+}
+
+TEST(Matrix, DefaultsApplyAndIdsAreDerived) {
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "defaults": {"model": "llama-tiny-bf16", "tp": 2, "n": 3},
+      "cells": [{"mode": "disk"}, {"mode": "cpu", "n": 1, "id": "custom"}]})"),
+                              "m.json");
+  ASSERT_EQ(m.cells.size(), 2u);
+  EXPECT_EQ(m.cells[0].id, "llama-tiny-bf16/disk/native/tp2");
+  EXPECT_EQ(m.cells[0].n, 3);
+  EXPECT_EQ(m.cells[1].id, "custom");
+  EXPECT_EQ(m.cells[1].n, 1);
+  EXPECT_EQ(filter_cells(m.cells, "disk").size(), 1u);
+  EXPECT_EQ(filter_cells(m.cells, "").size(), 2u);
+}
+
+TEST(Matrix, ErrorsNameCellAndField) {
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "tpp": 2}]})")),
+            "m.json: cell 0: unknown field 'tpp'");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "ram"}]})")),
+            "m.json: cell 0: field 'mode': unknown mode 'ram' (disk, cpu)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"id": "c", "model": "a", "mode": "cpu", "tp": "2"}]})")),
+            "m.json: cell 0 (c): field 'tp' has the wrong type (string)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "n": 0}]})")),
+            "m.json: cell 0: field 'n' must be 1..1000, got 0");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "target": 4}]})")),
+            "m.json: cell 0: field 'target' must be 1..publish_versions (3), got 4");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu"}, {"model": "a", "mode": "cpu"}]})")),
+            "m.json: cell 1: duplicate cell id 'a/cpu/native/tp1'");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": []})")),
+            "m.json: field 'cells' must be a non-empty array");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"mode": "cpu"}]})")),
+            "m.json: cell 0: field 'model' is required");
+}
+
+TEST(Matrix, TheSmokeMatrixLoads) {
+  const auto m = load_matrix(std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
+  ASSERT_EQ(m.cells.size(), 2u);
+  EXPECT_EQ(m.cells[0].mode, "disk");
+  EXPECT_EQ(m.cells[1].mode, "cpu");
+  EXPECT_EQ(m.cells[0].tp, 2);
+  EXPECT_EQ(m.cells[0].n, 3);
+}
+
+}  // namespace
+}  // namespace wsb

@@ -1,0 +1,64 @@
+// End to end: one profiler cell per mode on the tiny model — publish, fresh engines, probes during prepare,
+// commit, every check — must pass with every check recorded and every time measured.
+#include <gtest/gtest.h>
+
+#include "harness/profiler.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace wsb {
+namespace {
+
+class ProfilerCell : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProfilerCell, PassesEveryCheck) {
+  test::TempDir dir;
+  MatrixCell cell;
+  cell.model = "llama-tiny-bf16";
+  cell.mode = GetParam();
+  cell.tp = 2;
+  cell.n = 2;
+  cell.seed = 3;
+  cell.id = "tiny/" + cell.mode;
+  cell.floor_bytes = 8 << 20;
+  const auto result = run_cell(cell, CellRunOptions{WSB_PROFILES_DIR, dir / "work", false});
+  ASSERT_EQ(result["status"], "pass") << result.dump(2);
+  ASSERT_EQ(result["trials"].size(), 2u);
+  const std::vector<std::string> expected_checks{
+      "update_changes_fingerprint", "update_succeeds", "probes_exact", "probes_during_prepare",
+      "probes_after_commit", "version_is_target", "checksums_equal_native_load", "storage_pointers_unchanged",
+      "missing_target_rejected"};
+  for (const auto& trial : result["trials"]) {
+    std::vector<std::string> names;
+    for (const auto& check : trial["checks"]) {
+      if (check["name"] != "fresh_engines_agree") names.push_back(check["name"]);
+      EXPECT_TRUE(check["pass"].get<bool>()) << check.dump();
+    }
+    EXPECT_EQ(names, expected_checks);
+    for (const char* key : {"prepare", "commit", "pause", "envelope", "max_stall", "native_load"}) {
+      ASSERT_TRUE(trial["times_s"].contains(key)) << key;
+      EXPECT_GT(trial["times_s"][key].get<double>(), 0.0) << key;
+    }
+    EXPECT_LE(trial["times_s"]["pause"].get<double>(), trial["times_s"]["commit"].get<double>());
+    EXPECT_LT(trial["times_s"]["prepare"].get<double>(), trial["times_s"]["envelope"].get<double>());
+    EXPECT_GT(trial["probe"]["before_commit"].get<int>(), 0);
+  }
+  EXPECT_GT(result["floors"]["host_memcpy_gbps"].get<double>(), 0.0);
+  EXPECT_GT(result["floors"]["disk_read_gbps"].get<double>(), 0.0);
+  EXPECT_FALSE(std::filesystem::exists(dir / "work"));  // the workdir is removed unless kept
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ProfilerCell, ::testing::Values("disk", "cpu"));
+
+TEST(ProfilerCellSetup, UnknownModelFailsTheCellWithTheReason) {
+  test::TempDir dir;
+  MatrixCell cell;
+  cell.model = "no-such-model";
+  cell.mode = "cpu";
+  cell.id = "bad";
+  const auto result = run_cell(cell, CellRunOptions{WSB_PROFILES_DIR, dir / "work", false});
+  EXPECT_EQ(result["status"], "fail");
+  EXPECT_NE(result["reason"].get<std::string>().find("no-such-model"), std::string::npos) << result["reason"];
+}
+
+}  // namespace
+}  // namespace wsb

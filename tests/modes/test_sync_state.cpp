@@ -1,0 +1,80 @@
+// Rules of the prepare/commit state machine (DESIGN.md "Sync modes").
+#include <gtest/gtest.h>
+
+#include "models/core/errors.hpp"
+#include "modes/sync/sync_state.hpp"
+
+namespace wsb {
+namespace {
+
+std::string state_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::State) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return "";
+}
+
+TEST(SyncStateMachine, FirstPrepareBuildsAndSecondSameTargetIsIdempotent) {
+  SyncStateMachine sm(0);
+  EXPECT_EQ(sm.begin_prepare(1), PrepareAction::Build);
+  EXPECT_TRUE(sm.preparing());
+  sm.finish_prepare(1, true);
+  EXPECT_EQ(sm.prepared(), 1u);
+  EXPECT_EQ(sm.begin_prepare(1), PrepareAction::AlreadyPrepared);
+  EXPECT_FALSE(sm.preparing());
+}
+
+TEST(SyncStateMachine, RejectsTargetNotNewerThanServed) {
+  SyncStateMachine sm(2);
+  EXPECT_EQ(state_error([&] { sm.begin_prepare(2); }),
+            "prepare 000002: target is not newer than the served version 000002");
+  EXPECT_EQ(state_error([&] { sm.begin_prepare(1); }),
+            "prepare 000001: target is not newer than the served version 000002");
+}
+
+TEST(SyncStateMachine, RejectsOlderThanPreparedAndSupersedesWithNewer) {
+  SyncStateMachine sm(0);
+  sm.begin_prepare(2);
+  sm.finish_prepare(2, true);
+  EXPECT_EQ(state_error([&] { sm.begin_prepare(1); }),
+            "prepare 000001: target is older than the prepared version 000002");
+  EXPECT_EQ(sm.prepared(), 2u);
+  EXPECT_EQ(sm.begin_prepare(3), PrepareAction::Build);
+  EXPECT_EQ(sm.prepared(), std::nullopt);  // superseded prepared version discarded
+  sm.finish_prepare(3, true);
+  EXPECT_EQ(state_error([&] { sm.check_commit(2); }), "commit 000002: the prepared version is 000003");
+}
+
+TEST(SyncStateMachine, RejectsConcurrentPrepareAndCommitWhilePreparing) {
+  SyncStateMachine sm(0);
+  sm.begin_prepare(1);
+  EXPECT_EQ(state_error([&] { sm.begin_prepare(2); }), "prepare 000002: another prepare is pending");
+  EXPECT_EQ(state_error([&] { sm.check_commit(1); }), "commit 000001: a prepare is pending");
+  sm.finish_prepare(1, false);
+  EXPECT_EQ(sm.prepared(), std::nullopt);  // a failed prepare prepares nothing
+  EXPECT_EQ(state_error([&] { sm.check_commit(1); }), "commit 000001: nothing is prepared");
+}
+
+TEST(SyncStateMachine, StagingOffRejectsPrepare) {
+  SyncStateMachine sm(0);
+  sm.set_staging_enabled(false);
+  EXPECT_EQ(state_error([&] { sm.begin_prepare(1); }), "prepare 000001: weight-update staging is off");
+}
+
+TEST(SyncStateMachine, CommitMovesServedOnlyWhenFinished) {
+  SyncStateMachine sm(0);
+  sm.begin_prepare(1);
+  sm.finish_prepare(1, true);
+  sm.check_commit(1);
+  EXPECT_EQ(sm.served(), 0u);
+  sm.finish_commit(1);
+  EXPECT_EQ(sm.served(), 1u);
+  EXPECT_EQ(sm.prepared(), std::nullopt);
+}
+
+}  // namespace
+}  // namespace wsb
