@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/device_info.hpp"
+
 namespace wsb {
 namespace {
 
@@ -107,6 +109,15 @@ nlohmann::json collect_context() {
 #else
   c["cuda_compiled"] = false;
 #endif
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& d : cuda_devices()) {
+    gpus.push_back({{"index", d.index}, {"name", d.name}, {"memory_bytes", d.memory_bytes},
+                    {"compute_capability", std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
+                    {"pci_bus_id", d.pci_bus_id}});
+  }
+  c["gpus"] = gpus;
+  c["cuda_driver"] = cuda_driver_version();
+  c["cuda_runtime"] = cuda_runtime_version();
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));

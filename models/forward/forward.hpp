@@ -37,6 +37,14 @@ class ForwardModel {
 };
 
 /// Creates the forward pass for the profile's family. Throws Error(Format) for unsupported families.
+/// Family "llama" (models/forward/llama_forward.hpp) follows transformers' LlamaForCausalLM in float32 (weights
+/// BF16/F16/F32 widened on the fly; matches transformers' logits within 1e-6 on the tests/fixtures/hf-llama-tiny
+/// checkpoint). RoPE is plain (rope_theta only): the "llama3" rope_scaling of Llama 3.1 configs is NOT applied,
+/// so real Llama-3.1 weights give slightly different logits than transformers; synthetic weights do not care.
+/// `layouts` must be build_rank_layouts(profile, tp) for tp = layouts.size() and every storage view must have the
+/// layout's byte size (else Error(Mismatch)). The views are kept (not copied) and must outlive the model.
+/// step() throws Error(Format) for a token outside [0, vocab) and Error(Mismatch) for a sequence state created by
+/// another ForwardModel.
 std::unique_ptr<ForwardModel> make_forward(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                                            const std::vector<RankStorageView>& storages);
 

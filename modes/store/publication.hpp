@@ -7,6 +7,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/checkpoint/checkpoint.hpp"
@@ -28,6 +30,65 @@ struct PublicationManifest {
   std::string checksum_format = "xxh3-128";
 };
 
+/// Checks index metadata against the rules above and returns the manifest. `origin` names the index file in
+/// errors. Throws Error(Format) naming the field: 'version' missing or not 6 digits, 'delta_encoding' not
+/// xor/overwrite, 'base_version' missing on a DELTA or not 6 digits, 'compression_format' missing on a DELTA or
+/// not "zstd", 'checksum_format' other than "xxh3-128".
+PublicationManifest parse_manifest(const CheckpointIndex& index, const std::string& origin);
+
+/// Index metadata strings of `manifest` (version, base_version when set, delta_encoding and compression_format
+/// for a DELTA, checksum_format); total_size is set by the writer.
+std::map<std::string, std::string> manifest_metadata(const PublicationManifest& manifest);
+
+/// True for exactly 32 lowercase hex characters: the form wsb::xxh3_128_hex produces.
+bool is_xxh3_128_hex(std::string_view text);
+
+/// Shard file name of the Hugging Face sharded-checkpoint convention, 1-based: (1, 4) ->
+/// "model-00001-of-00004.safetensors".
+std::string shard_file_name(size_t index, size_t count);
+
+/// Groups consecutive tensors of `bytes` (stored bytes each) into shards: a shard is closed before the tensor
+/// that would take it beyond `max_shard_bytes` (a larger tensor gets a shard of its own). Returns [begin, end)
+/// ranges of tensor indices, in order; empty input -> no shard.
+std::vector<std::pair<size_t, size_t>> split_shards(std::span<const uint64_t> bytes, uint64_t max_shard_bytes);
+
+/// Writes one publication (or a plain FULL checkpoint directory) shard by shard, in the format Publication
+/// reads: every shard's `__metadata__` maps its tensor names to their checksums, the index carries
+/// manifest_metadata() plus total_size (sum of tensor bytes) and the weight_map.
+/// Shards are named model-k-of-n once n is known (at commit). Memory: a streamed shard holds nothing; buffered
+/// tensors (add) are kept until their shard is full.
+class PublicationWriter {
+ public:
+  /// atomic = true: files go to a hidden temp directory next to `dir`, renamed onto `dir` by commit(), so a
+  /// reader never sees half a publication; `dir` must not exist (Error(Lineage) naming it otherwise).
+  /// atomic = false: files go directly into `dir` (created when absent). fsync: shards, index and directories
+  /// are fsynced before commit returns.
+  PublicationWriter(std::filesystem::path dir, const PublicationManifest& manifest, uint64_t max_shard_bytes,
+                    bool atomic, bool fsync);
+  /// Removes the files of an uncommitted publication.
+  ~PublicationWriter();
+  PublicationWriter(const PublicationWriter&) = delete;
+  PublicationWriter& operator=(const PublicationWriter&) = delete;
+
+  /// Starts a streamed shard whose tensors are all known up front; `checksums` must name exactly them.
+  /// Throws Error(Mismatch) naming a tensor without a checksum. Flushes buffered tensors first.
+  void begin_shard(std::vector<TensorSpec> tensors, const std::map<std::string, std::string>& checksums);
+  /// Appends bytes of the streamed shard's tensors, in declaration order.
+  void append(std::span<const uint8_t> bytes);
+  /// Completes the streamed shard. Throws Error(Format) when bytes are missing.
+  void end_shard();
+  /// Adds one tensor whose bytes are complete (e.g. a delta payload: 1-D U8, shape = byte length). The tensor
+  /// joins the buffered shard, which is written first when this tensor would take it past max_shard_bytes.
+  void add(TensorSpec spec, std::vector<uint8_t> bytes, std::string checksum);
+  /// Writes the remaining buffered shard, names the shards, writes the index and moves the publication into
+  /// place. Returns the bytes of all shard files written (headers included).
+  uint64_t commit();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// An opened, validated publication. Construction throws wsb::Error: Missing (no such version), Format
 /// (metadata field wrong, checksum not 32 hex chars, unknown checksum/compression format, delta tensor not a
 /// 1-D U8), Mismatch (tensor names of header, checksum map and index disagree — each named), Truncated (a shard
@@ -47,7 +108,7 @@ class Publication {
   bool contains(std::string_view name) const;
   /// FULL: the tensor bytes; DELTA: the compressed payload. Throws Error(Missing) naming the tensor.
   std::span<const uint8_t> payload(std::string_view name) const;
-  /// FULL only: dtype/shape of the stored tensor.
+  /// FULL: dtype/shape of the stored tensor; DELTA: the 1-D U8 payload entry. Throws Error(Missing).
   const SafetensorsEntry& entry(std::string_view name) const;
   /// Expected xxh3-128 hex of the target canonical bytes of `name`.
   const std::string& expected_checksum(std::string_view name) const;
@@ -63,11 +124,13 @@ struct UpdatePlan {
   uint32_t from = 0;
   uint32_t to = 0;
   std::vector<std::unique_ptr<Publication>> steps;  ///< DELTA publications from+1 .. to
-  std::string plan_hash;  ///< SHA-256 hex over the ordered (version, tensor, payload checksum) fragment list
+  std::string plan_hash;  ///< SHA-256 hex over the ordered (version, tensor, expected checksum) fragment list
 };
 
 /// Plans a delta update. Throws Error(Missing) when `to` is not published, Error(Lineage) for a gap, a base
 /// mismatch (naming both versions) or to <= from, Error(Format) when a step is FULL.
+/// plan_hash: SHA-256 (lowercase hex) over the lines "VVVVVV\ttensor\texpected_checksum\n", steps in version
+/// order, tensors sorted by name; expected_checksum is the target checksum from the shard `__metadata__`.
 UpdatePlan plan_update(const Store& store, uint32_t from, uint32_t to);
 
 }  // namespace wsb

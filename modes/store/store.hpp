@@ -14,6 +14,11 @@ std::string version_string(uint32_t version);
 /// Parses exactly six ASCII digits. Throws Error(Format) naming `what`.
 uint32_t parse_version_string(std::string_view text, const std::string& what);
 
+/// fsync(2) of a directory, so renames and creations inside it are durable. Throws Error(Io) naming it.
+void fsync_directory(const std::filesystem::path& dir);
+/// fsync(2) of a regular file. Throws Error(Io) naming it.
+void fsync_file(const std::filesystem::path& file);
+
 class Store {
  public:
   explicit Store(std::filesystem::path root);
@@ -27,7 +32,8 @@ class Store {
   /// Contents of `latest`; nullopt when absent. Throws Error(Format) naming the file when unparsable.
   std::optional<uint32_t> latest() const;
   /// Writes `latest` atomically (tmp + rename + fsync of the directory). Throws Error(Lineage) if `version`
-  /// is below the current pointer (forward only; equal is a no-op).
+  /// is below the current pointer (forward only; equal is a no-op). Does not require `version` to be
+  /// published: callers (the publisher) advance only after the publication is in place.
   void advance_latest(uint32_t version) const;
 
  private:

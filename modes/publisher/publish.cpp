@@ -1,0 +1,156 @@
+// publish(): FULL v0 and DELTA v1..vN of the synthetic model, tensor by tensor (memory stays at a few tensors).
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "models/core/checksum.hpp"
+#include "models/core/errors.hpp"
+#include "modes/publisher/publisher.hpp"
+#include "modes/store/publication.hpp"
+
+namespace wsb {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void check_range(const PublishOptions& options, const Store& store) {
+  if (options.first_version > options.last_version) {
+    throw Error(ErrorKind::Format, fmt::format("publish into {}: first_version {} is after last_version {}",
+                                               store.root().string(), options.first_version,
+                                               options.last_version));
+  }
+  version_string(options.last_version);  // throws when beyond six digits
+  for (uint32_t v = options.first_version; v <= options.last_version; ++v) {
+    std::error_code ec;
+    if (std::filesystem::exists(store.update_dir(v), ec)) {
+      throw Error(ErrorKind::Lineage, fmt::format("version {} is already published in {} ({} exists)",
+                                                  version_string(v), store.root().string(),
+                                                  store.update_dir(v).string()));
+    }
+  }
+  if (options.first_version > 0 && !store.has(options.first_version - 1)) {
+    throw Error(ErrorKind::Lineage,
+                fmt::format("cannot append version {}: its base version {} is not published in {}",
+                            version_string(options.first_version), version_string(options.first_version - 1),
+                            store.root().string()));
+  }
+}
+
+PublicationManifest manifest_for(uint32_t version, DeltaEncoding encoding) {
+  PublicationManifest manifest;
+  manifest.version = version;
+  if (version > 0) {
+    manifest.kind = PublicationKind::Delta;
+    manifest.base_version = version - 1;
+    manifest.encoding = encoding;
+    manifest.compression_format = "zstd";
+  }
+  return manifest;
+}
+
+/// The tensor at `first - 1`, verified against the published base so deltas never extend a different model.
+void load_base(const ModelProfile& profile, const PublishOptions& options, const Publication& base,
+               const TensorSpec& tensor, std::span<uint8_t> out) {
+  synthesize_canonical(profile, tensor, options.seed, base.version(), options.density, out);
+  std::string actual = xxh3_128_hex(out);
+  if (!base.contains(tensor.name) || base.expected_checksum(tensor.name) != actual) {
+    throw Error(ErrorKind::Checksum,
+                fmt::format("cannot append to {}: tensor '{}' of published version {} is not the synthetic model "
+                            "'{}' with seed {} (expected checksum {}, synthesized {})",
+                            options.store.string(), tensor.name, version_string(base.version()), profile.id,
+                            options.seed, base.contains(tensor.name) ? base.expected_checksum(tensor.name) : "none",
+                            actual));
+  }
+}
+
+}  // namespace
+
+std::vector<PublicationStats> publish(const ModelProfile& profile, const PublishOptions& options) {
+  Store store(options.store);
+  check_range(options, store);
+  const uint32_t first = options.first_version;
+  const uint32_t last = options.last_version;
+  const std::vector<TensorSpec> tensors = profile.canonical_tensors();
+
+  std::unique_ptr<Publication> base;
+  if (first > 0) base = std::make_unique<Publication>(store, first - 1);
+
+  std::vector<PublicationStats> stats(last - first + 1);
+  std::vector<std::unique_ptr<PublicationWriter>> writers;
+  for (uint32_t v = first; v <= last; ++v) {
+    stats[v - first].version = v;
+    stats[v - first].full = v == 0;
+    writers.push_back(std::make_unique<PublicationWriter>(store.update_dir(v), manifest_for(v, options.encoding),
+                                                          options.max_shard_bytes, /*atomic=*/true, options.fsync));
+  }
+
+  // FULL shards are streamed, so their header (with every checksum) is written before their bytes: each shard's
+  // checksums come from a first synthesis pass over its tensors.
+  std::vector<std::pair<size_t, size_t>> full_shards;
+  if (first == 0) {
+    std::vector<uint64_t> sizes;
+    for (const TensorSpec& t : tensors) sizes.push_back(t.bytes());
+    full_shards = split_shards(sizes, options.max_shard_bytes);
+  }
+  size_t next_full_shard = 0;
+
+  std::vector<uint8_t> current;
+  std::vector<uint8_t> previous;
+  for (size_t ti = 0; ti < tensors.size(); ++ti) {
+    const TensorSpec& tensor = tensors[ti];
+    current.resize(tensor.bytes());
+    for (PublicationStats& s : stats) s.canonical_bytes += tensor.bytes();
+    if (first == 0) {
+      auto start = Clock::now();
+      if (next_full_shard < full_shards.size() && full_shards[next_full_shard].first == ti) {
+        auto [begin, end] = full_shards[next_full_shard];
+        std::vector<TensorSpec> specs(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
+                                      tensors.begin() + static_cast<std::ptrdiff_t>(end));
+        std::map<std::string, std::string> checksums;
+        for (const TensorSpec& spec : specs) {
+          current.resize(spec.bytes());
+          synthesize_initial(profile, spec, options.seed, current);
+          checksums[spec.name] = xxh3_128_hex(current);
+        }
+        writers[0]->begin_shard(std::move(specs), checksums);
+        current.resize(tensor.bytes());
+      }
+      synthesize_initial(profile, tensor, options.seed, current);
+      writers[0]->append(current);
+      if (full_shards[next_full_shard].second == ti + 1) {
+        writers[0]->end_shard();
+        ++next_full_shard;
+      }
+      stats[0].seconds += seconds_since(start);
+    } else {
+      auto start = Clock::now();
+      load_base(profile, options, *base, tensor, current);
+      stats[0].seconds += seconds_since(start);
+    }
+    const double density = options.density ? *options.density : default_density(tensor.dtype);
+    for (uint32_t v = std::max<uint32_t>(first, 1); v <= last; ++v) {
+      auto start = Clock::now();
+      PublicationStats& s = stats[v - first];
+      previous.assign(current.begin(), current.end());
+      s.changed_values += perturb_version(profile, tensor, options.seed, v, density, current);
+      std::vector<uint8_t> payload = encode_delta(options.encoding, previous, current, options.zstd_level);
+      TensorSpec spec{tensor.name, DType::U8, {static_cast<int64_t>(payload.size())}};
+      writers[v - first]->add(std::move(spec), std::move(payload), xxh3_128_hex(current));
+      s.seconds += seconds_since(start);
+    }
+  }
+  // Version order: a reader that sees version k also finds k - 1 (the lineage is never gapped on disk).
+  for (uint32_t v = first; v <= last; ++v) {
+    auto start = Clock::now();
+    stats[v - first].stored_bytes = writers[v - first]->commit();
+    stats[v - first].seconds += seconds_since(start);
+  }
+  if (options.advance_latest) store.advance_latest(last);
+  return stats;
+}
+
+}  // namespace wsb

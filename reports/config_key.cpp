@@ -1,0 +1,25 @@
+#include "reports/config_key.hpp"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace wsb {
+
+ConfigKey config_key(const Cell& cell) { return ConfigKey{cell.model, cell.mode, cell.runtime, cell.tp}; }
+
+std::vector<std::string> model_labels(std::span<const ConfigKey> keys) {
+  std::map<std::tuple<std::string, std::string, std::string>, std::set<int64_t>> tps;
+  for (const ConfigKey& k : keys) tps[{k.model, k.mode, k.runtime}].insert(k.tp);
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  for (const ConfigKey& k : keys) {
+    const bool ambiguous = tps[{k.model, k.mode, k.runtime}].size() > 1;
+    out.push_back(ambiguous ? fmt::format("{} tp{}", k.model, k.tp) : k.model);
+  }
+  return out;
+}
+
+}  // namespace wsb
