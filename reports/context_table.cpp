@@ -1,5 +1,6 @@
 #include "reports/context_table.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 

@@ -2,6 +2,7 @@
 // Typed, located access to the fields of one JSON object, used by the results parser so that every error
 // names the object (cell / trial / phase) and the field, and so unknown keys can be kept.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>

@@ -16,31 +16,41 @@ namespace wsb {
 inline constexpr const char* kIndexFileName = "model.safetensors.index.json";
 
 /// The index file. `metadata` holds string values (total_size is kept apart as a number; wsbench's publication
-/// fields version/base_version/delta_encoding/... are strings here).
+/// fields version/base_version/delta_encoding/... are strings here). Other numeric metadata (HF's
+/// total_parameters) is kept as its JSON spelling, e.g. "125376", and written back as a string.
 struct CheckpointIndex {
   std::map<std::string, std::string> metadata;
   uint64_t total_size = 0;
   std::map<std::string, std::string> weight_map;  ///< tensor name -> shard file name (relative)
 };
 
-/// Parses an index. Throws Error(Format) naming the file and field (missing weight_map, non-string entry,
-/// shard path absolute or containing "..", metadata value not a string/number), Error(Missing/Io) if unreadable.
+/// Parses an index. Throws Error(Format) naming the file and field (invalid JSON/UTF-8, duplicate key, missing
+/// weight_map, non-string entry, shard path rejected by check_shard_path, metadata value not a string/number,
+/// total_size not a non-negative integer or decimal string), Error(Missing) if absent, Error(Io) if unreadable.
+/// "metadata" may be absent (total_size 0); other top-level keys are ignored.
 CheckpointIndex read_checkpoint_index(const std::filesystem::path& index_path);
-/// Writes atomically (tmp + rename), pretty JSON, keys sorted.
+/// Writes atomically (tmp + fsync + rename + directory fsync), pretty JSON (indent 2, trailing newline), keys
+/// sorted, total_size inside "metadata". Throws Error(Format) for a bad shard path or a "total_size" key in
+/// `metadata` (reserved), Error(Io) on write failure.
 void write_checkpoint_index(const std::filesystem::path& index_path, const CheckpointIndex& index);
-/// Validates a shard path from an index: relative, no "..", no empty component. Throws Error(Format).
+/// Validates a shard path from an index: non-empty, relative, no "..", no "." and no empty component (so each
+/// shard has one spelling), no NUL. Throws Error(Format) naming the index file and the shard path.
 void check_shard_path(const std::filesystem::path& index_path, const std::string& shard);
 
 /// Opens every shard of a checkpoint directory and cross-checks them with the index: each indexed tensor exists
 /// in its shard, each shard tensor is indexed to that shard, shard paths stay inside the directory (symlinks
-/// resolved). Throws Error naming the file/tensor.
+/// resolved). The index wins when both it and model.safetensors exist. Throws Error naming the file/tensor:
+/// Missing (no directory, neither file, shard file absent, indexed tensor absent from its shard), Format (bad
+/// shard path, shard resolving outside the directory, shard tensor not indexed or indexed to another shard,
+/// any SafetensorsFile format error), Truncated (a shard shorter than it declares), Io.
 class CheckpointReader {
  public:
   explicit CheckpointReader(const std::filesystem::path& dir);
   ~CheckpointReader();
 
   const std::filesystem::path& dir() const { return dir_; }
-  /// Index as read (synthesized for a single-file checkpoint).
+  /// Index as read (synthesized for a single-file checkpoint: every tensor -> "model.safetensors", total_size =
+  /// sum of tensor bytes, metadata empty).
   const CheckpointIndex& index() const { return index_; }
   /// All tensor names, sorted.
   std::vector<std::string> tensor_names() const;

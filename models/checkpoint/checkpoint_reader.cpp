@@ -41,12 +41,12 @@ std::filesystem::path resolve_shard(const std::filesystem::path& dir, const std:
 CheckpointReader::CheckpointReader(const std::filesystem::path& dir) : dir_(dir) {
   std::error_code ec;
   const std::filesystem::path real_dir = std::filesystem::canonical(dir, ec);
-  if (ec || !std::filesystem::is_directory(real_dir)) {
+  if (ec || !std::filesystem::is_directory(real_dir, ec)) {
     throw Error(ErrorKind::Missing, fmt::format("{}: checkpoint directory not found", dir.string()));
   }
   const std::filesystem::path index_path = dir / kIndexFileName;
   const std::filesystem::path single_path = dir / kSingleFileName;
-  if (std::filesystem::exists(index_path)) {
+  if (std::filesystem::exists(index_path, ec)) {
     index_ = read_checkpoint_index(index_path);
     for (const auto& [name, shard] : index_.weight_map) {
       if (shards_.count(shard) != 0) continue;
@@ -77,7 +77,7 @@ CheckpointReader::CheckpointReader(const std::filesystem::path& dir) : dir_(dir)
     }
     return;
   }
-  if (!std::filesystem::exists(single_path)) {
+  if (!std::filesystem::exists(single_path, ec)) {
     throw Error(ErrorKind::Missing, fmt::format("{}: neither {} nor {} found", dir.string(), kIndexFileName,
                                                 kSingleFileName));
   }

@@ -31,9 +31,12 @@ struct SafetensorsEntry {
 inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 
 /// A validated, memory-mapped safetensors file. Construction throws wsb::Error naming the file and the field:
-/// Format for malformed headers (bad JSON, non-UTF-8, duplicate keys, unknown dtype, shape/offset mismatch,
-/// overlap, hole, header beyond limit or beyond file), Truncated when the file is shorter than the header
-/// declares (the data end lies beyond EOF), Io when the file cannot be opened or mapped.
+/// Format for malformed headers (bad JSON, non-UTF-8, duplicate keys at any depth, unknown or sub-byte dtype,
+/// unknown/missing entry fields, shape/offset mismatch, begin > end, overlap, hole, trailing unused data bytes,
+/// header length beyond kSafetensorsMaxHeaderBytes), Truncated when the file is shorter than it declares
+/// (under 8 bytes, header or data end beyond EOF: "not yet published", retryable), Missing when the file does
+/// not exist, Io when it cannot be opened or mapped. The mapping is read-only (MAP_PRIVATE): a file truncated
+/// by someone else while mapped raises SIGBUS on access, so published files must be replaced, never rewritten.
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::filesystem::path& path);
@@ -67,8 +70,12 @@ class SafetensorsFile {
 };
 
 /// Streaming writer: the tensor list is declared up front (so the header is written first), then each tensor's
-/// bytes are appended in declaration order. Writes `path` + ".tmp" and renames on finish() (atomic publish).
-/// The header is space padded so the data buffer starts at a multiple of 8 (as the reference writer does).
+/// bytes are appended in declaration order. Writes `path` + ".tmp" and renames on finish() (atomic publish);
+/// destroying an unfinished writer deletes the .tmp file. The header is space padded so the data buffer starts
+/// at a multiple of 8 (as the reference writer does); JSON keys are "__metadata__" (sorted keys, omitted when
+/// empty) then the tensors in declaration (= data) order, so equal inputs give byte-identical files.
+/// The constructor throws Error(Format) for duplicate/reserved ("__metadata__") names, negative dimensions or
+/// invalid UTF-8, Error(Io/Missing) when the .tmp file cannot be created.
 class SafetensorsWriter {
  public:
   SafetensorsWriter(const std::filesystem::path& path, std::vector<TensorSpec> tensors,
@@ -80,7 +87,8 @@ class SafetensorsWriter {
   /// Appends bytes of the current tensor; may be called several times per tensor. Throws Error(Format) when
   /// more bytes arrive than the declared tensors hold.
   void append(std::span<const uint8_t> bytes);
-  /// Checks every declared byte arrived, optionally fsyncs, renames into place. Throws Error(Format/Io).
+  /// Checks every declared byte arrived, optionally fsyncs (file, then directory after the rename), renames
+  /// into place. Throws Error(Format) naming the incomplete tensor, Error(Io), Error(State) if called twice.
   void finish(bool fsync_file);
 
  private:

@@ -263,6 +263,22 @@ TEST(DeltaCodec, HandBuiltFramesAndLyingSize) {
                {"'liar.weight'", "zstd frame"});
 }
 
+TEST(DeltaCodec, MultiBlockFrameLyingAboutItsSize) {
+  Bytes data(3'000'000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 ^ (i >> 13));
+  Bytes frame = zstd_compress(data, 1);
+  // 3 MB at level 1: window (2^19) smaller than the content, so Single_Segment = 0, a Window_Descriptor byte,
+  // then a 4-byte Frame_Content_Size at offset 6 (FHD 0x80, RFC 8878 3.1.1.1).
+  ASSERT_EQ(frame[4], 0x80);
+  EXPECT_EQ(zstd_decompress_bounded(frame, 4'000'000, "honest"), data);  // output grown across 1 MiB steps
+  for (int b = 0; b < 4; ++b) frame[6 + b] = static_cast<uint8_t>(2'000'000u >> (8 * b));
+  expect_error([&] { zstd_decompress_bounded(frame, 4'000'000, "payload of 'x.weight'"); }, ErrorKind::Format,
+               {"'x.weight'", "zstd frame produces more than the 2000000 bytes it declares"});
+  for (int b = 0; b < 4; ++b) frame[6 + b] = static_cast<uint8_t>(3'500'000u >> (8 * b));
+  expect_error([&] { zstd_decompress_bounded(frame, 4'000'000, "payload of 'x.weight'"); }, ErrorKind::Format,
+               {"'x.weight'", "corrupt zstd frame"});
+}
+
 TEST(DeltaCodec, BombDeclaringOneTerabyteFailsFast) {
   // Frame header declaring 10^12 bytes (8-byte Frame_Content_Size, window 1 MiB) and one empty last raw block.
   const uint64_t tera = 1'000'000'000'000ull;

@@ -38,15 +38,15 @@ TEST(ReportsReport, SectionsInOrderWithContextSummaryAndFailures) {
       "\n"
       "## Context\n"
       "\n"
-      "| Field     | Value               |\n"
-      "| --------- | ------------------- |\n"
-      "| host      | h1                  |\n"
-      "| cpu_model | AMD EPYC 9654       |\n"
-      "| cpu_cores | 16                  |\n"
-      "| memory    | 137.44 GB           |\n"
-      "| gpus      | 2 \u00d7 NVIDIA H200       |\n"
-      "| kernel    | 6.1.0-fc-test       |\n"
-      "| cuda      | 12.4                |\n"
+      "| Field     | Value           |\n"
+      "| --------- | --------------- |\n"
+      "| host      | h1              |\n"
+      "| cpu_model | AMD EPYC 9654   |\n"
+      "| cpu_cores | 16              |\n"
+      "| memory    | 137.44 GB       |\n"
+      "| gpus      | 2 \u00d7 NVIDIA H200 |\n"
+      "| kernel    | 6.1.0-fc-test   |\n"
+      "| cuda      | 12.4            |\n"
       "\n"
       "## Summary\n\n";
   EXPECT_EQ(md.substr(0, head.size()), head);
@@ -91,7 +91,7 @@ TEST(ReportsReport, MergedResultsShowHostsAndFleetMeans) {
   EXPECT_TRUE(contains(md, "\n## Failures\n\nNone.\n"));
   EXPECT_FALSE(contains(md, "## Phases"));
   EXPECT_FALSE(contains(md, "<details>"));
-  EXPECT_EQ(md.substr(0, 9), "# fleet \u2014");
+  EXPECT_EQ(md.substr(0, 11), "# fleet \u2014");
 }
 
 TEST(ReportsReport, WriteReportMarkdownWritesTheRenderedText) {

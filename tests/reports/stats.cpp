@@ -2,6 +2,7 @@
 #include "reports/stats.hpp"
 
 #include <cmath>
+#include <numbers>
 
 #include <gtest/gtest.h>
 
@@ -41,9 +42,14 @@ TEST(ReportsStats, TimeSamplesUseEveryTrialThatHasTheKeyIncludingFailedOnes) {
   EXPECT_FALSE(time_summary(c, "max_stall").has_value());
 }
 
-TEST(ReportsStats, StudentQuantileMatchesTables) {
-  EXPECT_NEAR(student_t_quantile(0.975, 2), 4.302652729911275, 1e-12);
-  EXPECT_NEAR(student_t_quantile(0.975, 1), 12.706204736174707, 1e-9);
+// Closed forms: dof 1 is Cauchy, t = tan(pi (p - 1/2)); dof 2 gives t = (2p - 1) / sqrt(2 p (1 - p)).
+// (The often-quoted 4.302652729911275 for dof 2 is off by 1.6e-10; Boost matches the closed form.)
+const double kT975Dof2 = 0.95 / std::sqrt(2 * 0.975 * 0.025);  // 4.302652729749464
+
+TEST(ReportsStats, StudentQuantileMatchesClosedForms) {
+  EXPECT_NEAR(student_t_quantile(0.975, 2), kT975Dof2, 1e-12);
+  EXPECT_NEAR(student_t_quantile(0.975, 2), 4.302652729911275, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.975, 1), std::tan(std::numbers::pi * 0.475), 1e-9);
   EXPECT_THROW(student_t_quantile(0.975, 0), std::domain_error);
 }
 
@@ -53,7 +59,7 @@ TEST(ReportsStats, HostMeansOneTwoThreeGiveMeanTwoAndStudentHalfWidth) {
   EXPECT_EQ(s.hosts, 3u);
   EXPECT_DOUBLE_EQ(s.mean, 2.0);
   ASSERT_TRUE(s.half_width.has_value());
-  EXPECT_NEAR(*s.half_width, 4.302652729911275 * 1.0 / std::sqrt(3.0), 1e-12);
+  EXPECT_NEAR(*s.half_width, kT975Dof2 * 1.0 / std::sqrt(3.0), 1e-12);
   EXPECT_EQ(format_mean_ci(s.mean, s.half_width), "2.000 \u00b1 2.484 s");
 }
 
@@ -83,7 +89,7 @@ TEST(ReportsStats, RepeatsOnOneHostPoolIntoThatHostAndNeverAddHosts) {
   const HostMeanStat s = *group_host_stat(groups[0], "pause");
   EXPECT_EQ(s.hosts, 3u);
   EXPECT_DOUBLE_EQ(s.mean, 2.0);
-  EXPECT_NEAR(*s.half_width, 2.484137711843753, 1e-12);
+  EXPECT_NEAR(*s.half_width, kT975Dof2 / std::sqrt(3.0), 1e-12);
   EXPECT_EQ(groups[1].key.tp, 4);
   EXPECT_EQ(groups[1].hosts, (std::vector<std::string>{"a"}));
 }

@@ -86,7 +86,7 @@ TEST(ReportsTables, PhaseTableTerminalTextHasUnitsLine) {
       "# Phase             n      min   median      max    bytes    GB/s  floor                ratio to floor\n"
       "#                          (s)      (s)      (s)           (GB/s)\n"
       "  prepare.stage     2    0.500    0.600    0.700  1.20 GB    2.00  disk_read 2.00 GB/s            1.00\n"
-      "  commit.h2d        2    0.100    0.110    0.120  5.50 GB   50.00  h2d 55.00 GB/s                  1.10\n"
+      "  commit.h2d        2    0.100    0.110    0.120  5.50 GB   50.00  h2d 55.00 GB/s                 1.10\n"
       "  commit.preflight  2  0.00100  0.00150  0.00200      n/a     n/a                                  n/a\n";
   EXPECT_EQ(render_text(phase_table(phased_cell())), expected);
 }
@@ -108,9 +108,9 @@ TEST(ReportsTables, FleetMeansMarkdown) {
   };
   const std::string expected =
       "| Model           | Mode | Runtime | hosts | Pause mean \u00b1 95% CI | Loop mean \u00b1 95% CI |\n"
-      "| --------------- | ---- | ------- | ----: | -------------------: | ------------------: |\n"
-      "| llama-tiny-bf16 | cpu  | native  |     3 |      2.000 \u00b1 2.484 s |     11.33 \u00b1 1.43 s |\n"
-      "| llama-tiny-bf16 | disk | native  |     1 |      20.44 s \u00b1 n/a |     80.50 s \u00b1 n/a |\n";
+      "| --------------- | ---- | ------- | ----: | ------------------: | -----------------: |\n"
+      "| llama-tiny-bf16 | cpu  | native  |     3 |     2.000 \u00b1 2.484 s |     11.33 \u00b1 1.43 s |\n"
+      "| llama-tiny-bf16 | disk | native  |     1 |       20.44 s \u00b1 n/a |      80.50 s \u00b1 n/a |\n";
   EXPECT_EQ(render_markdown(host_mean_table(cells)), expected);
 }
 
