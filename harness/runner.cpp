@@ -28,9 +28,10 @@ std::vector<std::string> cell_command(const MatrixCell& cell, const fs::path& se
     throw Error(ErrorKind::Format, fmt::format("cell {}: unknown runtime '{}'", cell.id, cell.runtime));
   }
   // native: direct exec, no sandbox (the runc-equivalent).
-  argv = {self.string(), "cell",     "--matrix", fs::absolute(options.matrix_path).string(), "--cell", cell.id,
-          "--out",       cell_out.string(), "--workdir", workdir.string(), "--profiles",
-          fs::absolute(options.profiles_dir).string()};
+  argv = {self.string(), "--profiles", fs::absolute(options.profiles_dir).string(),
+          "cell",        "--matrix",   fs::absolute(options.matrix_path).string(),
+          "--cell",      cell.id,      "--out",
+          cell_out.string(), "--workdir", workdir.string()};
   if (options.keep_workdir) argv.push_back("--keep-workdir");
   return argv;
 }

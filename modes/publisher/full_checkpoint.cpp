@@ -1,6 +1,5 @@
 // write_full_checkpoint(): the canonical checkpoint at any version as a plain FULL directory, the reference a
 // native load reads.
-#include "models/core/checksum.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/publication.hpp"
 
@@ -16,16 +15,8 @@ void write_full_checkpoint(const ModelProfile& profile, uint64_t seed, uint32_t 
   for (const TensorSpec& t : tensors) sizes.push_back(t.bytes());
   std::vector<uint8_t> buffer;
   for (auto [begin, end] : split_shards(sizes, max_shard_bytes)) {
-    // Two passes per shard: the header (with every checksum) precedes the bytes, and only one tensor is held.
-    std::map<std::string, std::string> checksums;
-    for (size_t i = begin; i < end; ++i) {
-      buffer.resize(tensors[i].bytes());
-      synthesize_canonical(profile, tensors[i], seed, version, density, buffer);
-      checksums[tensors[i].name] = xxh3_128_hex(buffer);
-    }
     writer.begin_shard(std::vector<TensorSpec>(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
-                                               tensors.begin() + static_cast<std::ptrdiff_t>(end)),
-                       checksums);
+                                               tensors.begin() + static_cast<std::ptrdiff_t>(end)));
     for (size_t i = begin; i < end; ++i) {
       buffer.resize(tensors[i].bytes());
       synthesize_canonical(profile, tensors[i], seed, version, density, buffer);

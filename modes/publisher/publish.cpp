@@ -88,8 +88,7 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
                                                           options.max_shard_bytes, /*atomic=*/true, options.fsync));
   }
 
-  // FULL shards are streamed, so their header (with every checksum) is written before their bytes: each shard's
-  // checksums come from a first synthesis pass over its tensors.
+  // FULL v0 shards are streamed (the writer checksums the bytes as they pass); deltas are buffered per shard.
   std::vector<std::pair<size_t, size_t>> full_shards;
   if (first == 0) {
     std::vector<uint64_t> sizes;
@@ -108,16 +107,8 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
       auto start = Clock::now();
       if (next_full_shard < full_shards.size() && full_shards[next_full_shard].first == ti) {
         auto [begin, end] = full_shards[next_full_shard];
-        std::vector<TensorSpec> specs(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
-                                      tensors.begin() + static_cast<std::ptrdiff_t>(end));
-        std::map<std::string, std::string> checksums;
-        for (const TensorSpec& spec : specs) {
-          current.resize(spec.bytes());
-          synthesize_initial(profile, spec, options.seed, current);
-          checksums[spec.name] = xxh3_128_hex(current);
-        }
-        writers[0]->begin_shard(std::move(specs), checksums);
-        current.resize(tensor.bytes());
+        writers[0]->begin_shard(std::vector<TensorSpec>(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                        tensors.begin() + static_cast<std::ptrdiff_t>(end)));
       }
       synthesize_initial(profile, tensor, options.seed, current);
       writers[0]->append(current);

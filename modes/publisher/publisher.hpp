@@ -54,8 +54,9 @@ void synthesize_initial(const ModelProfile& profile, const TensorSpec& tensor, u
                         std::span<uint8_t> out);
 
 /// Moves `data` (the tensor at version - 1) to `version` in place: each element is selected independently with
-/// probability `density` (hash of (profile, seed, version, selection_group, element index) below density * 2^64)
-/// and its stored code's lowest bit flipped (BF16/F16/F32: lowest mantissa bit, so a finite value stays finite).
+/// probability `density` (a 32-bit draw of the counter-based hash of (profile, seed, version, selection_group,
+/// element index) below density * 2^32) and its stored code's lowest bit flipped (BF16/F16/F32: the lowest
+/// mantissa bit, so a finite value stays finite).
 /// Returns the number of elements moved. Throws Error(Format) for density outside [0, 1] or an unsupported dtype.
 uint64_t perturb_version(const ModelProfile& profile, const TensorSpec& tensor, uint64_t seed, uint32_t version,
                          double density, std::span<uint8_t> data);

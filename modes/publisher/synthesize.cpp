@@ -96,6 +96,22 @@ InitRange init_range(const TensorSpec& tensor) {
   return {0.0f, 0.02f};
 }
 
+/// Draws the n values of stream `key` in `range` and hands (index, value) to `store`. One 64-bit draw yields two
+/// disjoint 24-bit uniforms: element 2j from bits 40..63, element 2j + 1 from bits 8..31.
+template <typename StoreFn>
+void fill_pairs(uint64_t n, uint64_t key, InitRange range, StoreFn store) {
+  auto value = [range](uint64_t bits24) {
+    float u = static_cast<float>(bits24) * 0x1p-24f;  // exact, in [0, 1)
+    return range.center + range.half_width * (2.0f * u - 1.0f);
+  };
+  for (uint64_t j = 0; j < n / 2; ++j) {
+    uint64_t h = stream_at(key, j);
+    store(2 * j, value(h >> 40));
+    store(2 * j + 1, value((h >> 8) & 0xFFFFFFu));
+  }
+  if (n % 2 == 1) store(n - 1, value(stream_at(key, n / 2) >> 40));
+}
+
 void check_out(const TensorSpec& tensor, std::span<const uint8_t> out) {
   if (out.size() != tensor.bytes()) {
     throw Error(ErrorKind::Mismatch, fmt::format("tensor '{}' ({} {}): buffer of {} bytes, expected {}", tensor.name,
@@ -143,26 +159,25 @@ void synthesize_initial(const ModelProfile& profile, const TensorSpec& tensor, u
   const uint64_t key = combine(combine(combine(kValueTag, profile_key(profile)), seed), fnv1a(tensor.name));
   const InitRange range = init_range(tensor);
   const uint64_t n = tensor.numel();
-  auto value_at = [&](uint64_t i) {
-    float u = static_cast<float>(stream_at(key, i) >> 40) * 0x1p-24f;  // exact, in [0, 1)
-    return range.center + range.half_width * (2.0f * u - 1.0f);
-  };
   uint8_t* p = out.data();
   switch (tensor.dtype) {
     case DType::BF16:
-    case DType::F16:
-      for (uint64_t i = 0; i < n; ++i) {
-        uint16_t code = tensor.dtype == DType::BF16 ? finite_to_bf16(value_at(i)) : float_to_f16(value_at(i));
+      return fill_pairs(n, key, range, [p](uint64_t i, float v) {
+        uint16_t code = finite_to_bf16(v);
         p[2 * i] = static_cast<uint8_t>(code);  // safetensors stores little-endian
         p[2 * i + 1] = static_cast<uint8_t>(code >> 8);
-      }
-      return;
+      });
+    case DType::F16:
+      return fill_pairs(n, key, range, [p](uint64_t i, float v) {
+        uint16_t code = float_to_f16(v);
+        p[2 * i] = static_cast<uint8_t>(code);
+        p[2 * i + 1] = static_cast<uint8_t>(code >> 8);
+      });
     case DType::F32:
-      for (uint64_t i = 0; i < n; ++i) {
-        uint32_t code = std::bit_cast<uint32_t>(value_at(i));
+      return fill_pairs(n, key, range, [p](uint64_t i, float v) {
+        uint32_t code = std::bit_cast<uint32_t>(v);
         for (int b = 0; b < 4; ++b) p[4 * i + b] = static_cast<uint8_t>(code >> (8 * b));
-      }
-      return;
+      });
     default:
       unsupported(tensor);
   }
@@ -182,17 +197,24 @@ uint64_t perturb_version(const ModelProfile& profile, const TensorSpec& tensor, 
   const uint64_t n = tensor.numel();
   const uint64_t key = combine(combine(combine(combine(kSelectTag, profile_key(profile)), seed), version),
                                fnv1a(selection_group(tensor.name)));
-  const double scaled = std::ldexp(density, 64);
-  const bool all = scaled >= 0x1p64;
-  const uint64_t threshold = all ? 0 : static_cast<uint64_t>(scaled);
+  // One 64-bit draw decides two elements: 2j by its high 32 bits, 2j + 1 by its low 32 bits (2^-32 resolution).
+  const double scaled = std::ldexp(density, 32);
+  const bool all = scaled >= 0x1p32;
+  const uint32_t threshold = all ? 0 : static_cast<uint32_t>(scaled);
   uint8_t* p = data.data();
   uint64_t moved = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    if (all || stream_at(key, i) < threshold) {
+  auto visit = [&](uint64_t i, uint32_t draw) {
+    if (all || draw < threshold) {
       p[i * stride] ^= 1u;
       ++moved;
     }
+  };
+  for (uint64_t j = 0; j < n / 2; ++j) {
+    uint64_t h = stream_at(key, j);
+    visit(2 * j, static_cast<uint32_t>(h >> 32));
+    visit(2 * j + 1, static_cast<uint32_t>(h));
   }
+  if (n % 2 == 1) visit(n - 1, static_cast<uint32_t>(stream_at(key, n / 2) >> 32));
   return moved;
 }
 

@@ -53,7 +53,7 @@ std::string shard_file_name(size_t index, size_t count);
 std::vector<std::pair<size_t, size_t>> split_shards(std::span<const uint64_t> bytes, uint64_t max_shard_bytes);
 
 /// Writes one publication (or a plain FULL checkpoint directory) shard by shard, in the format Publication
-/// reads: every shard's `__metadata__` maps its tensor names to their checksums, the index carries
+/// reads: every shard's `__metadata__` maps its tensor names to their (target canonical) checksums, the index carries
 /// manifest_metadata() plus total_size (sum of tensor bytes) and the weight_map.
 /// Shards are named model-k-of-n once n is known (at commit). Memory: a streamed shard holds nothing; buffered
 /// tensors (add) are kept until their shard is full.
@@ -70,9 +70,11 @@ class PublicationWriter {
   PublicationWriter(const PublicationWriter&) = delete;
   PublicationWriter& operator=(const PublicationWriter&) = delete;
 
-  /// Starts a streamed shard whose tensors are all known up front; `checksums` must name exactly them.
-  /// Throws Error(Mismatch) naming a tensor without a checksum. Flushes buffered tensors first.
-  void begin_shard(std::vector<TensorSpec> tensors, const std::map<std::string, std::string>& checksums);
+  /// Starts a streamed shard whose tensors are all known up front (a FULL shard: the bytes are the canonical
+  /// tensors). Their checksums, xxh3-128 of the bytes appended, are computed by the writer: the header is
+  /// written with a unique 32-hex placeholder per tensor and patched in place when the shard ends (same length,
+  /// so no byte moves), which spares callers a second pass over the data. Flushes buffered tensors first.
+  void begin_shard(std::vector<TensorSpec> tensors);
   /// Appends bytes of the streamed shard's tensors, in declaration order.
   void append(std::span<const uint8_t> bytes);
   /// Completes the streamed shard. Throws Error(Format) when bytes are missing.

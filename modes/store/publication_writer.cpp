@@ -1,6 +1,8 @@
 // PublicationWriter: shards + index in the publication format, moved into place atomically.
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <cerrno>
@@ -8,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
 #include "modes/store/publication.hpp"
 
@@ -15,6 +18,80 @@ namespace wsb {
 namespace {
 
 std::atomic<uint64_t> g_temp_counter{0};
+
+[[noreturn]] void throw_errno(const std::string& action, const std::filesystem::path& path) {
+  throw Error(ErrorKind::Io, fmt::format("{} {}: {}", action, path.string(), std::strerror(errno)));
+}
+
+void make_directories(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::Io, fmt::format("create directory {}: {}", dir.string(), ec.message()));
+}
+
+void rename_path(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    throw Error(ErrorKind::Io, fmt::format("rename {} -> {}: {}", from.string(), to.string(), std::strerror(errno)));
+  }
+}
+
+void read_exact(int fd, uint8_t* out, size_t size, uint64_t offset, const std::filesystem::path& path) {
+  while (size > 0) {
+    ssize_t n = ::pread(fd, out, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      throw_errno("read", path);
+    }
+    out += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+void write_exact(int fd, const uint8_t* data, size_t size, uint64_t offset, const std::filesystem::path& path) {
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("write", path);
+    data += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+/// Replaces each placeholder of `replacements` (exactly one occurrence each) in the safetensors header of `path`
+/// by its final value of the same length. The header layout (8-byte little-endian length + JSON) is from the
+/// safetensors spec; hex strings need no JSON escaping, so they appear verbatim.
+void patch_header(const std::filesystem::path& path, const std::map<std::string, std::string>& replacements,
+                  bool fsync_file) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw_errno("open", path);
+  try {
+    uint8_t length[8];
+    read_exact(fd, length, 8, 0, path);
+    uint64_t header_size = 0;
+    for (int i = 7; i >= 0; --i) header_size = header_size << 8 | length[i];
+    std::string header(header_size, '\0');
+    read_exact(fd, reinterpret_cast<uint8_t*>(header.data()), header.size(), 8, path);
+    for (const auto& [placeholder, value] : replacements) {
+      size_t at = header.find(placeholder);
+      if (at == std::string::npos || header.find(placeholder, at + 1) != std::string::npos ||
+          value.size() != placeholder.size()) {
+        throw Error(ErrorKind::Format,
+                    fmt::format("{}: checksum placeholder {} not found exactly once in the header", path.string(),
+                                placeholder));
+      }
+      header.replace(at, value.size(), value);
+    }
+    write_exact(fd, reinterpret_cast<const uint8_t*>(header.data()), header.size(), 8, path);
+    if (fsync_file && ::fsync(fd) != 0) throw_errno("fsync", path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw_errno("close", path);
+}
 
 }  // namespace
 
@@ -32,7 +109,15 @@ struct PublicationWriter::Impl {
   std::set<std::string, std::less<>> names;
   uint64_t total_size = 0;
 
+  // Streamed shard: its writer, its tensors, their placeholders and the running hash of the current tensor.
   std::unique_ptr<SafetensorsWriter> streamed;
+  std::filesystem::path streamed_path;
+  std::vector<TensorSpec> streamed_specs;
+  std::vector<std::string> placeholders;
+  std::map<std::string, std::string> patches;  // placeholder -> checksum
+  size_t current = 0;                          // tensor receiving the next byte
+  uint64_t current_filled = 0;
+  std::unique_ptr<Xxh3Hasher> hasher;
 
   std::vector<TensorSpec> buffered_specs;
   std::vector<std::vector<uint8_t>> buffered_bytes;
@@ -67,6 +152,16 @@ struct PublicationWriter::Impl {
     buffered_total = 0;
   }
 
+  /// Closes every complete tensor at the cursor (zero-byte tensors complete at once).
+  void close_complete_tensors() {
+    while (current < streamed_specs.size() && current_filled == streamed_specs[current].bytes()) {
+      patches[placeholders[current]] = hasher->hex();
+      ++current;
+      current_filled = 0;
+      hasher = std::make_unique<Xxh3Hasher>();
+    }
+  }
+
   void require_no_streamed(std::string_view action) const {
     if (streamed) {
       throw Error(ErrorKind::State, fmt::format("{}: {} while a streamed shard is open", dir.string(), action));
@@ -84,7 +179,7 @@ PublicationWriter::PublicationWriter(std::filesystem::path dir, const Publicatio
   w.atomic = atomic;
   w.fsync = fsync;
   if (!atomic) {
-    std::filesystem::create_directories(w.dir);
+    make_directories(w.dir);
     w.work = w.dir;
     return;
   }
@@ -94,11 +189,10 @@ PublicationWriter::PublicationWriter(std::filesystem::path dir, const Publicatio
                 fmt::format("{} already exists: a publication is written once and never changed", w.dir.string()));
   }
   std::filesystem::path parent = w.dir.parent_path();
-  std::filesystem::create_directories(parent);
   // Hidden name: Store::versions() and readers never take it for a publication.
   w.work = parent / fmt::format(".{}.tmp-{}-{}", w.dir.filename().string(), ::getpid(), g_temp_counter++);
-  std::filesystem::remove_all(w.work);
-  std::filesystem::create_directory(w.work);
+  std::filesystem::remove_all(w.work, ec);  // a leftover of a crashed process with a recycled pid
+  make_directories(w.work);
 }
 
 PublicationWriter::~PublicationWriter() {
@@ -112,36 +206,49 @@ PublicationWriter::~PublicationWriter() {
   }
 }
 
-void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors,
-                                    const std::map<std::string, std::string>& checksums) {
+void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors) {
   Impl& w = *impl_;
   w.require_no_streamed("begin_shard");
-  for (const TensorSpec& spec : tensors) {
-    if (checksums.find(spec.name) == checksums.end()) {
-      throw Error(ErrorKind::Mismatch,
-                  fmt::format("{}: tensor '{}' has no checksum for its shard", w.dir.string(), spec.name));
-    }
-  }
-  if (checksums.size() != tensors.size()) {
-    throw Error(ErrorKind::Mismatch, fmt::format("{}: {} checksums given for a shard of {} tensors", w.dir.string(),
-                                                 checksums.size(), tensors.size()));
-  }
   w.flush_buffered();
   std::filesystem::path path = w.new_part(tensors);
-  w.streamed = std::make_unique<SafetensorsWriter>(path, std::move(tensors), checksums);
+  std::map<std::string, std::string> metadata;
+  w.placeholders.clear();
+  for (const TensorSpec& spec : tensors) {
+    // Unique per shard and tensor, and of the final length: the header size never changes when patched.
+    std::string seed = fmt::format("wsbench checksum placeholder\n{}\n{}", path.string(), spec.name);
+    w.placeholders.push_back(xxh3_128_hex(std::span(reinterpret_cast<const uint8_t*>(seed.data()), seed.size())));
+    metadata[spec.name] = w.placeholders.back();
+  }
+  w.streamed = std::make_unique<SafetensorsWriter>(path, tensors, metadata);
+  w.streamed_path = path;
+  w.streamed_specs = std::move(tensors);
+  w.patches.clear();
+  w.current = 0;
+  w.current_filled = 0;
+  w.hasher = std::make_unique<Xxh3Hasher>();
+  w.close_complete_tensors();
 }
 
 void PublicationWriter::append(std::span<const uint8_t> bytes) {
   Impl& w = *impl_;
   if (!w.streamed) throw Error(ErrorKind::State, fmt::format("{}: append without begin_shard", w.dir.string()));
-  w.streamed->append(bytes);
+  w.streamed->append(bytes);  // refuses bytes beyond the declared tensors
+  while (!bytes.empty()) {
+    uint64_t room = w.streamed_specs[w.current].bytes() - w.current_filled;
+    size_t take = static_cast<size_t>(std::min<uint64_t>(room, bytes.size()));
+    w.hasher->update(bytes.first(take));
+    w.current_filled += take;
+    bytes = bytes.subspan(take);
+    w.close_complete_tensors();
+  }
 }
 
 void PublicationWriter::end_shard() {
   Impl& w = *impl_;
   if (!w.streamed) throw Error(ErrorKind::State, fmt::format("{}: end_shard without begin_shard", w.dir.string()));
-  w.streamed->finish(w.fsync);
+  w.streamed->finish(/*fsync_file=*/false);  // refuses a shard with missing bytes; fsynced after the patch
   w.streamed.reset();
+  patch_header(w.streamed_path, w.patches, w.fsync);
 }
 
 void PublicationWriter::add(TensorSpec spec, std::vector<uint8_t> bytes, std::string checksum) {
@@ -170,19 +277,19 @@ uint64_t PublicationWriter::commit() {
   for (size_t i = 0; i < w.parts.size(); ++i) {
     std::string name = shard_file_name(i + 1, w.parts.size());
     std::filesystem::path final_path = w.work / name;
-    std::filesystem::rename(w.parts[i], final_path);
+    rename_path(w.parts[i], final_path);
     w.parts[i] = final_path;
-    stored += std::filesystem::file_size(final_path);
+    std::error_code ec;
+    uint64_t size = std::filesystem::file_size(final_path, ec);
+    if (ec) throw Error(ErrorKind::Io, fmt::format("stat {}: {}", final_path.string(), ec.message()));
+    stored += size;
     for (const std::string& tensor : w.part_tensors[i]) index.weight_map[tensor] = name;
   }
   write_checkpoint_index(w.work / kIndexFileName, index);
   if (w.fsync) fsync_directory(w.work);
   if (w.atomic) {
     // rename(2) of a directory: readers see no publication or the complete one.
-    if (::rename(w.work.c_str(), w.dir.c_str()) != 0) {
-      throw Error(ErrorKind::Io, fmt::format("rename {} -> {}: {}", w.work.string(), w.dir.string(),
-                                             std::strerror(errno)));
-    }
+    rename_path(w.work, w.dir);
     if (w.fsync) fsync_directory(w.dir.parent_path());
   }
   w.committed = true;

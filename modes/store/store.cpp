@@ -143,7 +143,9 @@ std::optional<uint32_t> Store::latest() const {
 
 void Store::advance_latest(uint32_t version) const {
   std::string text = version_string(version) + "\n";
-  std::filesystem::create_directories(root_);
+  std::error_code ec;
+  std::filesystem::create_directories(root_, ec);
+  if (ec) throw Error(ErrorKind::Io, fmt::format("create directory {}: {}", root_.string(), ec.message()));
   FileLock lock(root_ / ".latest.lock");
   std::optional<uint32_t> current = latest();
   if (current && version < *current) {
@@ -161,14 +163,14 @@ void Store::advance_latest(uint32_t version) const {
     if (::fsync(fd) != 0) throw_errno("fsync", tmp);
   } catch (...) {
     ::close(fd);
-    std::filesystem::remove(tmp);
+    std::filesystem::remove(tmp, ec);
     throw;
   }
   ::close(fd);
   // rename(2) replaces the pointer atomically: a reader sees the old or the new version, never a partial file.
   if (::rename(tmp.c_str(), (root_ / "latest").c_str()) != 0) {
     int saved = errno;
-    std::filesystem::remove(tmp);
+    std::filesystem::remove(tmp, ec);
     errno = saved;
     throw_errno("rename into", root_ / "latest");
   }

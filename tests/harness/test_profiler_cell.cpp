@@ -24,7 +24,7 @@ TEST_P(ProfilerCell, PassesEveryCheck) {
   ASSERT_EQ(result["status"], "pass") << result.dump(2);
   ASSERT_EQ(result["trials"].size(), 2u);
   const std::vector<std::string> expected_checks{
-      "update_changes_fingerprint", "update_succeeds", "probes_exact", "probes_during_prepare",
+      "update_changes_fingerprint", "update_succeeds", "probes_exact", "generation_during_prepare",
       "probes_after_commit", "version_is_target", "checksums_equal_native_load", "storage_pointers_unchanged",
       "missing_target_rejected"};
   for (const auto& trial : result["trials"]) {

@@ -466,6 +466,51 @@ TEST(PublicationWriter, WritesReadablePublicationAtomically) {
                {"weight_v000001 already exists"});
 }
 
+TEST(PublicationWriter, StreamedShardsCarryChecksumsOfTheirBytes) {
+  TempDir tmp;
+  Store store(tmp.path());
+  PublicationManifest m;
+  m.version = 0;
+  std::vector<TensorSpec> specs = {{"a.weight", DType::BF16, {2, 2}},
+                                   {"empty.weight", DType::BF16, {0}},
+                                   {"b.weight", DType::BF16, {2, 2}},
+                                   {"c.weight", DType::F32, {3}}};
+  Bytes c_bytes(12);
+  for (size_t i = 0; i < c_bytes.size(); ++i) c_bytes[i] = static_cast<uint8_t>(0xC0 + i);
+  Bytes all = canonical("a.weight", 0);
+  Bytes b = canonical("b.weight", 0);
+  all.insert(all.end(), b.begin(), b.end());
+  all.insert(all.end(), c_bytes.begin(), c_bytes.end());
+  {
+    PublicationWriter writer(store.update_dir(0), m, /*max_shard_bytes=*/1 << 20, /*atomic=*/true, /*fsync=*/false);
+    writer.begin_shard({specs[0], specs[1], specs[2]});
+    // Pieces that straddle tensor boundaries: 3 + 10 + 3 bytes over tensors of 8, 0 and 8 bytes.
+    std::span<const uint8_t> bytes(all);
+    writer.append(bytes.subspan(0, 3));
+    writer.append(bytes.subspan(3, 10));
+    writer.append(bytes.subspan(13, 3));
+    expect_error([&] { writer.commit(); }, ErrorKind::State, {"commit while a streamed shard is open"});
+    writer.end_shard();
+    writer.begin_shard({specs[3]});
+    expect_error([&] { writer.append(Bytes(13)); }, ErrorKind::Format, {"exceeds the declared data size"});
+    writer.append(bytes.subspan(16));
+    writer.end_shard();
+    writer.commit();
+  }
+  Publication pub(store, 0);
+  EXPECT_TRUE(pub.is_full());
+  EXPECT_EQ(pub.expected_checksum("a.weight"), xxh3_128_hex(canonical("a.weight", 0)));
+  EXPECT_EQ(pub.expected_checksum("empty.weight"), xxh3_128_hex({}));
+  EXPECT_EQ(pub.expected_checksum("b.weight"), xxh3_128_hex(canonical("b.weight", 0)));
+  EXPECT_EQ(pub.expected_checksum("c.weight"), xxh3_128_hex(c_bytes));
+  auto c = pub.payload("c.weight");
+  EXPECT_EQ(Bytes(c.begin(), c.end()), c_bytes);
+  CheckpointIndex index = read_checkpoint_index(store.update_dir(0) / kIndexFileName);
+  EXPECT_EQ(index.weight_map.at("empty.weight"), "model-00001-of-00002.safetensors");
+  EXPECT_EQ(index.weight_map.at("c.weight"), "model-00002-of-00002.safetensors");
+  EXPECT_EQ(index.total_size, 28u);
+}
+
 TEST(PublicationWriter, AbandonedWriterLeavesNothing) {
   TempDir tmp;
   Store store(tmp.path());
@@ -473,14 +518,35 @@ TEST(PublicationWriter, AbandonedWriterLeavesNothing) {
   m.version = 0;
   {
     PublicationWriter writer(store.update_dir(0), m, 1 << 20, true, false);
-    writer.begin_shard({{"a.weight", DType::BF16, {2, 2}}}, {{"a.weight", xxh3_128_hex(canonical("a.weight", 0))}});
+    writer.begin_shard({{"a.weight", DType::BF16, {2, 2}}});
     writer.append(canonical("a.weight", 0));
     writer.end_shard();
-    expect_error([&] { writer.begin_shard({{"b.weight", DType::BF16, {2, 2}}}, {}); }, ErrorKind::Mismatch,
-                 {"'b.weight' has no checksum"});
+    writer.begin_shard({{"b.weight", DType::BF16, {2, 2}}});
+    writer.append(Bytes(3));
+    expect_error([&] { writer.end_shard(); }, ErrorKind::Format, {"'b.weight' is incomplete"});
   }
   EXPECT_TRUE(fs::is_empty(tmp.path() / "updates"));
   EXPECT_FALSE(store.has(0));
+}
+
+TEST(PublicationWriter, PlainDirectoryMode) {
+  TempDir tmp;
+  fs::path dir = tmp.path() / "checkpoint";
+  PublicationManifest m;
+  m.version = 5;
+  {
+    PublicationWriter writer(dir, m, 1 << 20, /*atomic=*/false, /*fsync=*/true);
+    writer.add({"a.weight", DType::BF16, {2, 2}}, canonical("a.weight", 5), xxh3_128_hex(canonical("a.weight", 5)));
+    writer.commit();
+  }
+  CheckpointReader reader(dir);
+  EXPECT_EQ(reader.index().metadata, (std::map<std::string, std::string>{{"checksum_format", "xxh3-128"},
+                                                                         {"version", "000005"}}));
+  EXPECT_EQ(reader.shard_of("a.weight").metadata().at("a.weight"), xxh3_128_hex(canonical("a.weight", 5)));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"model-00001-of-00001.safetensors", "model.safetensors.index.json"}));
 }
 
 }  // namespace

@@ -1,0 +1,47 @@
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "harness/commands.hpp"
+#include "harness/runner.hpp"
+#include "reports/merge.hpp"
+#include "reports/report_markdown.hpp"
+#include "reports/results_io.hpp"
+#include "reports/results_json.hpp"
+#include "reports/terminal.hpp"
+
+namespace wsb {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool any_failed(const Results& results) {
+  for (const auto& cell : results.cells) {
+    if (cell.status == Status::Fail) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int cmd_run(const fs::path& matrix, const fs::path& out, const fs::path& profiles_dir, const std::string& filter,
+            bool keep_workdir) {
+  RunOptions options{matrix, out, profiles_dir, filter, keep_workdir};
+  const nlohmann::json raw = run_matrix(options, self_executable());
+  // Round-trip through the schema so what is written is exactly what reports/ reads back.
+  Results results = raw.get<Results>();
+  save_results(out / "results.json", results);
+  write_report_markdown(out / "report.md", results);
+  std::cout << render_terminal_summary(results, true);
+  std::cout << fmt::format("\nresults: {}\nreport:  {}\n", (out / "results.json").string(), (out / "report.md").string());
+  return any_failed(results) ? 1 : 0;
+}
+
+int cmd_report(const std::vector<fs::path>& inputs, const fs::path& markdown_out) {
+  Results results = inputs.size() == 1 ? load_results(inputs[0]) : merge_result_files(inputs);
+  std::cout << render_terminal_summary(results, true);
+  if (!markdown_out.empty()) write_report_markdown(markdown_out, results);
+  return any_failed(results) ? 1 : 0;
+}
+
+}  // namespace wsb

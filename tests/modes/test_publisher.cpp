@@ -1,0 +1,399 @@
+// Synthetic publisher: determinism, perturbation statistics, gate/up sharing and agreement between the published
+// store, synthesize_canonical and write_full_checkpoint (llama-tiny-bf16, the CI preset).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <set>
+
+#include "models/checkpoint/checkpoint.hpp"
+#include "models/core/checksum.hpp"
+#include "models/core/errors.hpp"
+#include "models/core/numeric.hpp"
+#include "models/profile/profile.hpp"
+#include "modes/publisher/publisher.hpp"
+#include "modes/store/publication.hpp"
+
+namespace wsb {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("wsb-test-publisher-" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+template <typename Fn>
+void expect_error(Fn&& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+const ModelProfile& tiny() {
+  static const ModelProfile profile = find_profile("llama-tiny-bf16", WSB_PROFILES_DIR);
+  return profile;
+}
+
+// Shapes of llama-tiny-bf16 (hidden 128, intermediate 256, 8 heads / 4 kv heads of 16, vocab 512, 2 layers):
+// embed + lm_head 2 * 65536, per layer 2 * 128 + 16384 + 2 * 8192 + 16384 + 3 * 32768, final norm 128 elements.
+constexpr uint64_t kTinyElements = 2 * 65536 + 2 * (2 * 128 + 16384 + 2 * 8192 + 16384 + 3 * 32768) + 128;
+
+Bytes synth(const TensorSpec& t, uint64_t seed, uint32_t version, std::optional<double> density = std::nullopt) {
+  Bytes out(t.bytes());
+  synthesize_canonical(tiny(), t, seed, version, density, out);
+  return out;
+}
+
+uint16_t code_at(const Bytes& b, size_t i) { return static_cast<uint16_t>(b[2 * i] | b[2 * i + 1] << 8); }
+
+/// xxh3 of every file under `dir`, by relative path.
+std::map<std::string, std::string> file_hashes(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file() || e.path().filename().string().starts_with(".latest.lock")) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    out[fs::relative(e.path(), dir).string()] = xxh3_128_hex(bytes);
+  }
+  return out;
+}
+
+PublishOptions options_for(const fs::path& store, uint64_t seed) {
+  PublishOptions o;
+  o.store = store;
+  o.seed = seed;
+  o.first_version = 0;
+  o.last_version = 3;
+  o.max_shard_bytes = 300'000;  // several FULL shards even for the tiny model
+  return o;
+}
+
+/// Positions (element indices) whose code differs between two BF16 buffers.
+std::vector<size_t> changed(const Bytes& a, const Bytes& b) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < a.size() / 2; ++i) {
+    if (code_at(a, i) != code_at(b, i)) out.push_back(i);
+  }
+  return out;
+}
+
+TEST(Publisher, Basics) {
+  EXPECT_EQ(default_density(DType::BF16), 0.01);
+  EXPECT_EQ(default_density(DType::F16), 0.01);
+  EXPECT_EQ(default_density(DType::F32), 0.01);
+  expect_error([] { default_density(DType::U8); }, ErrorKind::Format, {"dtype U8"});
+  EXPECT_EQ(selection_group("model.layers.3.mlp.gate_proj.weight"), "model.layers.3.mlp.gate_up_proj.weight");
+  EXPECT_EQ(selection_group("model.layers.3.mlp.up_proj.weight"), "model.layers.3.mlp.gate_up_proj.weight");
+  EXPECT_EQ(selection_group("model.layers.3.mlp.down_proj.weight"), "model.layers.3.mlp.down_proj.weight");
+  EXPECT_EQ(selection_group("model.layers.1.mlp.experts.7.up_proj.weight"),
+            "model.layers.1.mlp.experts.7.gate_up_proj.weight");
+  EXPECT_EQ(tiny().canonical_tensors().size(), 21u);
+  uint64_t elements = 0;
+  for (const TensorSpec& t : tiny().canonical_tensors()) elements += t.numel();
+  EXPECT_EQ(elements, kTinyElements);
+}
+
+TEST(Publisher, InitialValuesInTheirRanges) {
+  for (const TensorSpec& t : tiny().canonical_tensors()) {
+    Bytes b = synth(t, 1, 0);
+    double lo = 1e9, hi = -1e9, sum = 0;
+    for (size_t i = 0; i < t.numel(); ++i) {
+      double v = bf16_to_float(code_at(b, i));
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+    }
+    double mean = sum / static_cast<double>(t.numel());
+    SCOPED_TRACE(t.name);
+    if (t.name.ends_with("norm.weight")) {
+      EXPECT_GE(lo, 0.95 - 1e-3);
+      EXPECT_LE(hi, 1.05 + 1e-3);
+      EXPECT_NEAR(mean, 1.0, 0.01);
+    } else if (t.name == "model.embed_tokens.weight") {
+      EXPECT_GE(lo, -0.5);
+      EXPECT_LE(hi, 0.5);
+      EXPECT_GT(hi - lo, 0.99);  // the whole range is used
+    } else {
+      double bound = 1.0 / std::sqrt(static_cast<double>(t.shape[1]));
+      EXPECT_GE(lo, -bound * 1.004);  // BF16 rounding (2^-8 relative)
+      EXPECT_LE(hi, bound * 1.004);
+      EXPECT_GT(hi - lo, 1.98 * bound);
+      EXPECT_NEAR(mean, 0.0, 0.1 * bound);
+    }
+  }
+  // Different tensors, seeds and profiles draw different values.
+  auto tensors = tiny().canonical_tensors();
+  EXPECT_NE(synth(tensors[2], 1, 0), synth(tensors[2], 2, 0));
+  Bytes k = synth(tensors[3], 1, 0), v = synth(tensors[4], 1, 0);  // k_proj, v_proj: same shape
+  EXPECT_NE(k, v);
+}
+
+TEST(Publisher, PerturbationStaysFiniteFlipsOneBitAtDensity) {
+  uint64_t total = 0;
+  for (const TensorSpec& t : tiny().canonical_tensors()) {
+    Bytes v0 = synth(t, 5, 0);
+    Bytes v1 = v0;
+    uint64_t moved = perturb_version(tiny(), t, 5, 1, 0.01, v1);
+    std::vector<size_t> diff = changed(v0, v1);
+    EXPECT_EQ(diff.size(), moved) << t.name;
+    for (size_t i : diff) {
+      ASSERT_EQ(code_at(v0, i) ^ code_at(v1, i), 1) << t.name << " element " << i;
+      ASSERT_NE(code_at(v1, i) & 0x7F80, 0x7F80) << t.name << " element " << i;  // exponent not all ones
+    }
+    EXPECT_EQ(synth(t, 5, 1), v1);  // synthesize_canonical(1) = v0 + the version-1 step
+    total += moved;
+  }
+  // Binomial(n = 426624, p = 0.01): mean 4266.24, sd sqrt(n p (1 - p)) = 64.99; accept mean +- 6 sd.
+  double n = static_cast<double>(kTinyElements);
+  double mean = n * 0.01;
+  double sd = std::sqrt(n * 0.01 * 0.99);
+  EXPECT_NEAR(static_cast<double>(total), mean, 6 * sd);
+  EXPECT_GT(static_cast<double>(total), 3876.0);
+  EXPECT_LT(static_cast<double>(total), 4657.0);
+}
+
+TEST(Publisher, DensityExtremesAndErrors) {
+  TensorSpec t{"model.norm.weight", DType::BF16, {128}};
+  Bytes b = synth(t, 1, 0), c = b;
+  EXPECT_EQ(perturb_version(tiny(), t, 1, 1, 0.0, c), 0u);
+  EXPECT_EQ(c, b);
+  EXPECT_EQ(perturb_version(tiny(), t, 1, 1, 1.0, c), 128u);
+  EXPECT_EQ(changed(b, c).size(), 128u);
+  expect_error([&] { perturb_version(tiny(), t, 1, 1, 1.5, c); }, ErrorKind::Format,
+               {"density 1.5", "'model.norm.weight'"});
+  Bytes wrong(3);
+  expect_error([&] { synthesize_canonical(tiny(), t, 1, 0, std::nullopt, wrong); }, ErrorKind::Mismatch,
+               {"'model.norm.weight'", "buffer of 3 bytes, expected 256"});
+  TensorSpec u8{"x.weight", DType::U8, {4}};
+  Bytes four(4);
+  expect_error([&] { synthesize_canonical(tiny(), u8, 1, 0, std::nullopt, four); }, ErrorKind::Format,
+               {"'x.weight'", "dtype U8"});
+}
+
+TEST(Publisher, OtherFloatDtypes) {
+  TensorSpec f32{"model.layers.0.self_attn.q_proj.weight", DType::F32, {16, 64}};
+  Bytes a(f32.bytes());
+  synthesize_canonical(tiny(), f32, 3, 0, std::nullopt, a);
+  Bytes b = a;
+  uint64_t moved = perturb_version(tiny(), f32, 3, 1, 0.25, b);
+  uint64_t seen = 0;
+  for (size_t i = 0; i < f32.numel(); ++i) {
+    uint32_t x, y;
+    std::memcpy(&x, &a[4 * i], 4);
+    std::memcpy(&y, &b[4 * i], 4);
+    float v;
+    std::memcpy(&v, &x, 4);
+    EXPECT_LE(std::fabs(v), 0.125f);
+    EXPECT_TRUE(x == y || (x ^ y) == 1u);
+    seen += x != y;
+  }
+  EXPECT_EQ(seen, moved);
+  EXPECT_NEAR(static_cast<double>(moved), 256.0, 6 * std::sqrt(1024 * 0.25 * 0.75));
+  TensorSpec f16{"model.norm.weight", DType::F16, {64}};
+  Bytes h(f16.bytes());
+  synthesize_canonical(tiny(), f16, 3, 2, std::nullopt, h);
+  for (size_t i = 0; i < f16.numel(); ++i) {
+    float v = f16_to_float(code_at(h, i));
+    EXPECT_GE(v, 0.949f);
+    EXPECT_LE(v, 1.051f);
+  }
+}
+
+TEST(Publisher, GateAndUpShareChangedPositions) {
+  for (int layer = 0; layer < 2; ++layer) {
+    std::string prefix = "model.layers." + std::to_string(layer) + ".mlp.";
+    TensorSpec gate{prefix + "gate_proj.weight", DType::BF16, {256, 128}};
+    TensorSpec up{prefix + "up_proj.weight", DType::BF16, {256, 128}};
+    TensorSpec down{prefix + "down_proj.weight", DType::BF16, {128, 256}};  // same element count, own group
+    for (uint32_t v = 1; v <= 2; ++v) {
+      auto g = changed(synth(gate, 9, v - 1), synth(gate, 9, v));
+      auto u = changed(synth(up, 9, v - 1), synth(up, 9, v));
+      auto d = changed(synth(down, 9, v - 1), synth(down, 9, v));
+      EXPECT_GT(g.size(), 200u);
+      EXPECT_EQ(g, u) << prefix << " version " << v;
+      EXPECT_NE(g, d);
+    }
+  }
+}
+
+TEST(Publisher, DeterministicAcrossRunsAndSeedSensitive) {
+  TempDir a, b, c;
+  auto stats = publish(tiny(), options_for(a.path(), 11));
+  publish(tiny(), options_for(b.path(), 11));
+  publish(tiny(), options_for(c.path(), 12));
+  auto ha = file_hashes(a.path()), hb = file_hashes(b.path()), hc = file_hashes(c.path());
+  EXPECT_EQ(ha, hb);
+  // FULL shards of <= 300,000 bytes: [embed + layer 0 up to gate_proj] 295424, [layer 0 up/down + layer 1 up to
+  // gate_proj] 295424, [rest] 262400; one delta shard per version; 4 indexes; latest.
+  EXPECT_EQ(ha.count("latest"), 1u);
+  EXPECT_EQ(ha.count("updates/weight_v000000/model-00003-of-00003.safetensors"), 1u);
+  EXPECT_EQ(ha.count("updates/weight_v000003/model-00001-of-00001.safetensors"), 1u);
+  EXPECT_EQ(ha.size(), 1u + 4 + 3 + 3);
+  CheckpointIndex v0 = read_checkpoint_index(Store(a.path()).update_dir(0) / kIndexFileName);
+  EXPECT_EQ(v0.weight_map.at("model.layers.0.mlp.gate_proj.weight"), "model-00001-of-00003.safetensors");
+  EXPECT_EQ(v0.weight_map.at("model.layers.0.mlp.up_proj.weight"), "model-00002-of-00003.safetensors");
+  EXPECT_EQ(v0.weight_map.at("lm_head.weight"), "model-00003-of-00003.safetensors");
+  EXPECT_EQ(v0.total_size, 853248u);
+  EXPECT_EQ(v0.metadata, (std::map<std::string, std::string>{{"checksum_format", "xxh3-128"}, {"version", "000000"}}));
+  CheckpointIndex v3 = read_checkpoint_index(Store(a.path()).update_dir(3) / kIndexFileName);
+  EXPECT_EQ(v3.metadata, (std::map<std::string, std::string>{{"base_version", "000002"},
+                                                             {"checksum_format", "xxh3-128"},
+                                                             {"compression_format", "zstd"},
+                                                             {"delta_encoding", "xor"},
+                                                             {"version", "000003"}}));
+  EXPECT_EQ(ha.size(), hc.size());
+  for (const auto& [file, hash] : ha) {
+    if (file == "latest" || file.ends_with(".json")) continue;
+    EXPECT_NE(hash, hc.at(file)) << file;
+  }
+  ASSERT_EQ(stats.size(), 4u);
+  for (uint32_t v = 0; v <= 3; ++v) {
+    const PublicationStats& s = stats[v];
+    EXPECT_EQ(s.version, v);
+    EXPECT_EQ(s.full, v == 0);
+    EXPECT_EQ(s.canonical_bytes, 2 * kTinyElements);
+    EXPECT_EQ(s.canonical_bytes, tiny().canonical_bytes());
+    uint64_t files = 0;
+    for (const auto& e : fs::directory_iterator(Store(a.path()).update_dir(v))) {
+      if (e.path().extension() == ".safetensors") files += fs::file_size(e.path());
+    }
+    EXPECT_EQ(s.stored_bytes, files);
+    if (v == 0) {
+      EXPECT_EQ(s.changed_values, 0u);
+      EXPECT_GT(s.stored_bytes, s.canonical_bytes);
+    } else {
+      EXPECT_NEAR(static_cast<double>(s.changed_values), 0.01 * kTinyElements, 6 * std::sqrt(kTinyElements * 0.0099));
+      EXPECT_LT(s.stored_bytes, s.canonical_bytes / 10);
+    }
+    std::printf("[ publish ] llama-tiny-bf16 v%u %s: canonical %llu B, stored %llu B, changed %llu, %.2f ms\n", v,
+                s.full ? "FULL " : "DELTA", static_cast<unsigned long long>(s.canonical_bytes),
+                static_cast<unsigned long long>(s.stored_bytes), static_cast<unsigned long long>(s.changed_values),
+                s.seconds * 1e3);
+  }
+  EXPECT_EQ(Store(a.path()).latest(), 3u);
+  EXPECT_EQ(Store(a.path()).versions(), (std::vector<uint32_t>{0, 1, 2, 3}));
+}
+
+TEST(Publisher, PublishedStoreMatchesSynthesis) {
+  TempDir tmp;
+  PublishOptions o = options_for(tmp.path(), 21);
+  publish(tiny(), o);
+  Store store(tmp.path());
+  Publication full(store, 0);
+  EXPECT_TRUE(full.is_full());
+  UpdatePlan plan = plan_update(store, 0, 3);
+  ASSERT_EQ(plan.steps.size(), 3u);
+  for (const auto& step : plan.steps) EXPECT_EQ(step->manifest().encoding, DeltaEncoding::Xor);
+  for (const TensorSpec& t : tiny().canonical_tensors()) {
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(full.entry(t.name).spec(), t);
+    auto stored = full.payload(t.name);
+    Bytes data(stored.begin(), stored.end());
+    EXPECT_EQ(data, synth(t, 21, 0));
+    EXPECT_EQ(full.expected_checksum(t.name), xxh3_128_hex(synth(t, 21, 0)));
+    for (const auto& step : plan.steps) {
+      DecodedDelta d = decode_delta(DeltaEncoding::Xor, step->payload(t.name), t.bytes(), t.name);
+      apply_delta_swap(d, data);
+      Bytes expected = synth(t, 21, step->version());
+      EXPECT_EQ(step->expected_checksum(t.name), xxh3_128_hex(expected));
+      EXPECT_EQ(data, expected);
+    }
+  }
+}
+
+TEST(Publisher, OverwriteEncodingAndAppend) {
+  TempDir whole, parts;
+  PublishOptions o = options_for(whole.path(), 4);
+  o.encoding = DeltaEncoding::Overwrite;
+  publish(tiny(), o);
+  // The same lineage published in two runs: 0..1, then 2..3 appended.
+  PublishOptions first = o;
+  first.store = parts.path();
+  first.last_version = 1;
+  publish(tiny(), first);
+  EXPECT_EQ(Store(parts.path()).latest(), 1u);
+  PublishOptions append = first;
+  append.first_version = 2;
+  append.last_version = 3;
+  auto stats = publish(tiny(), append);
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].version, 2u);
+  EXPECT_FALSE(stats[0].full);
+  EXPECT_EQ(file_hashes(whole.path()), file_hashes(parts.path()));
+
+  Store store(parts.path());
+  Publication v2(store, 2);
+  EXPECT_EQ(v2.manifest().encoding, DeltaEncoding::Overwrite);
+  TensorSpec t = tiny().canonical_tensors()[0];
+  DecodedDelta d = decode_delta(DeltaEncoding::Overwrite, v2.payload(t.name), t.bytes(), t.name);
+  Bytes data = synth(t, 4, 1);
+  apply_delta_swap(d, data);
+  EXPECT_EQ(data, synth(t, 4, 2));
+
+  PublishOptions again = append;  // versions 2..3 exist: publications are immutable
+  expect_error([&] { publish(tiny(), again); }, ErrorKind::Lineage,
+               {"version 000002 is already published in " + parts.path().string()});
+  PublishOptions gap = append;
+  gap.first_version = 5;
+  gap.last_version = 6;
+  expect_error([&] { publish(tiny(), gap); }, ErrorKind::Lineage,
+               {"cannot append version 000005: its base version 000004 is not published"});
+  PublishOptions other_seed = append;
+  other_seed.first_version = 4;
+  other_seed.last_version = 4;
+  other_seed.seed = 5;
+  expect_error([&] { publish(tiny(), other_seed); }, ErrorKind::Checksum,
+               {"tensor 'model.embed_tokens.weight' of published version 000003", "seed 5"});
+  EXPECT_FALSE(store.has(4));
+  EXPECT_EQ(store.latest(), 3u);
+  PublishOptions backwards = append;
+  backwards.first_version = 3;
+  backwards.last_version = 2;
+  expect_error([&] { publish(tiny(), backwards); }, ErrorKind::Format, {"first_version 3 is after last_version 2"});
+}
+
+TEST(Publisher, FullCheckpointOfAnyVersion) {
+  TempDir tmp;
+  fs::path dir = tmp.path() / "native-v2";
+  write_full_checkpoint(tiny(), 33, 2, std::nullopt, dir, 200'000);
+  CheckpointReader reader(dir);
+  EXPECT_EQ(reader.index().metadata.at("version"), "000002");
+  EXPECT_EQ(reader.index().metadata.count("delta_encoding"), 0u);
+  EXPECT_EQ(reader.index().total_size, tiny().canonical_bytes());
+  EXPECT_GT(reader.shards().size(), 1u);
+  auto tensors = tiny().canonical_tensors();
+  EXPECT_EQ(reader.tensor_names().size(), tensors.size());
+  for (const TensorSpec& t : tensors) {
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(reader.entry(t.name).spec(), t);
+    auto bytes = reader.data(t.name);
+    Bytes expected = synth(t, 33, 2);
+    EXPECT_EQ(Bytes(bytes.begin(), bytes.end()), expected);
+    EXPECT_EQ(reader.shard_of(t.name).metadata().at(t.name), xxh3_128_hex(expected));
+  }
+}
+
+}  // namespace
+}  // namespace wsb
