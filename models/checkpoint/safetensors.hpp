@@ -51,7 +51,8 @@ class SafetensorsFile {
   const SafetensorsEntry* find(std::string_view name) const;
   /// Throws Error(Missing) naming file and tensor when absent.
   const SafetensorsEntry& at(std::string_view name) const;
-  /// Bytes of one tensor, pointing into the mapping (valid while this object lives).
+  /// Bytes of one tensor, pointing into the mapping (valid while this object lives). Throws Error(Format) when
+  /// `entry` (e.g. one taken from another file) does not fit this file.
   std::span<const uint8_t> data(const SafetensorsEntry& entry) const;
   std::span<const uint8_t> data(std::string_view name) const { return data(at(name)); }
   /// `__metadata__` (empty when absent).
