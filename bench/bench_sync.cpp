@@ -1,0 +1,93 @@
+// Microbenchmarks of the prepare/commit building blocks, each reported with its physical floor measured in the
+// same run (host memcpy of the same byte count): counters "GB/s" and "floor_ratio" (time / floor time).
+// Axes are declared beside each benchmark: tensor bytes, and for deltas the changed fraction.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "harness/physics.hpp"
+#include "models/core/checksum.hpp"
+#include "modes/codec/delta_codec.hpp"
+#include "modes/sync/host_buffer.hpp"
+
+namespace {
+
+using wsb::HostBuffer;
+
+/// Host memcpy GB/s of `bytes` on one thread, measured once per size (the floor of every single-thread phase).
+double memcpy_floor_gbps(uint64_t bytes) {
+  static std::map<uint64_t, double> cache;
+  auto it = cache.find(bytes);
+  if (it == cache.end()) it = cache.emplace(bytes, wsb::measure_host_memcpy_gbps(bytes, 1, 5)).first;
+  return it->second;
+}
+
+void set_counters(benchmark::State& state, uint64_t bytes) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  const double floor = memcpy_floor_gbps(bytes);
+  state.counters["floor_GBps"] = floor;
+  // Per-iteration time over the floor's time for the same bytes; rate counters are averaged by benchmark.
+  state.counters["floor_ratio"] = benchmark::Counter(static_cast<double>(bytes) / (floor * 1e9) * state.iterations(),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+std::vector<uint8_t> random_bytes(uint64_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+void BM_Xxh3_128(benchmark::State& state) {
+  const auto bytes = static_cast<uint64_t>(state.range(0));
+  const auto data = random_bytes(bytes, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(wsb::xxh3_128_hex(data));
+  set_counters(state, bytes);
+}
+BENCHMARK(BM_Xxh3_128)->ArgName("bytes")->Arg(1 << 20)->Arg(64 << 20)->Unit(benchmark::kMillisecond);
+
+/// decode (zstd) + apply of one tensor's delta; `permille` of the BF16 values moved by one code.
+void BM_DeltaDecodeApply(benchmark::State& state) {
+  const auto bytes = static_cast<uint64_t>(state.range(0));
+  const auto encoding = state.range(2) == 0 ? wsb::DeltaEncoding::Xor : wsb::DeltaEncoding::Overwrite;
+  auto base = random_bytes(bytes, 2);
+  auto target = base;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (uint64_t i = 0; i < bytes; i += 2) {
+    if (u(rng) < state.range(1) / 1000.0) target[i] ^= 1;
+  }
+  const auto payload = wsb::encode_delta(encoding, base, target, 1);
+  for (auto _ : state) {
+    auto delta = wsb::decode_delta(encoding, payload, bytes, "bench");
+    wsb::apply_delta_swap(delta, base);
+    benchmark::DoNotOptimize(base.data());
+  }
+  set_counters(state, bytes);
+  state.counters["payload_bytes"] = static_cast<double>(payload.size());
+}
+BENCHMARK(BM_DeltaDecodeApply)
+    ->ArgNames({"bytes", "permille", "overwrite"})
+    ->Args({64 << 20, 10, 0})
+    ->Args({64 << 20, 10, 1})
+    ->Unit(benchmark::kMillisecond);
+
+/// The cpu-mode commit on the CPU backend: rank image -> runtime storage copy.
+void BM_RankImageCopy(benchmark::State& state) {
+  const auto bytes = static_cast<uint64_t>(state.range(0));
+  HostBuffer image(bytes, 4096), storage(bytes, 4096);
+  std::memset(image.data(), 1, bytes);
+  for (auto _ : state) {
+    std::memcpy(storage.data(), image.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, bytes);
+}
+BENCHMARK(BM_RankImageCopy)->ArgName("bytes")->Arg(64 << 20)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

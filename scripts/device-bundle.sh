@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Collects what a run on the GPU machine needs into .carry/ (git-ignored): stripped wsbench, test and benchmark
+# executables, and the shared libraries that machine lacks (libbenchmark, libcpp-httplib), found through the
+# executables' $ORIGIN rpath. The GPU machine has no package registry and no xxhash.h/httplib.h: build here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+rm -rf .carry && mkdir -p .carry/tests .carry/bench
+cp "$build/wsbench" .carry/
+find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -exec cp {} .carry/tests/ \;
+find "$build/bench" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .carry/bench/ \; 2>/dev/null || true
+strip --strip-debug .carry/wsbench .carry/tests/* .carry/bench/* 2>/dev/null || true
+for lib in libbenchmark.so.1debian libcpp-httplib.so.0.11; do
+  src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  [ -n "$src" ] && cp -L "$src" .carry/tests/ && cp -L "$src" .carry/bench/ && cp -L "$src" .carry/
+done
+du -sh .carry
