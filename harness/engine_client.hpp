@@ -24,6 +24,10 @@ class EngineClient {
   virtual std::vector<std::vector<StoragePointer>> storage_pointers() = 0;
   virtual uint32_t weight_version() = 0;
   virtual bool healthy() = 0;
+  /// Host memory the sync mode holds (canonical image, rank images, staging), bytes.
+  virtual ModeMemory mode_memory() = 0;
+  /// Phases of the boot (native load) of this engine; empty when the engine does not report them.
+  virtual std::vector<PhaseRecord> boot_phases() = 0;
 };
 
 /// How to boot an engine for one trial.
@@ -47,9 +51,8 @@ class EmbeddedEngineClient final : public EngineClient {
   std::vector<std::vector<StoragePointer>> storage_pointers() override { return engine_->storage_pointers(); }
   uint32_t weight_version() override { return engine_->weight_version(); }
   bool healthy() override { return engine_->healthy(); }
-
-  const LoadReport& load_report() const { return load_report_; }
-  Engine& engine() { return *engine_; }
+  ModeMemory mode_memory() override { return engine_->mode().memory(); }
+  std::vector<PhaseRecord> boot_phases() override { return load_report_.phases; }
 
  private:
   std::unique_ptr<Engine> engine_;

@@ -263,7 +263,7 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
     if (first_target > 0) times["envelope"] = first_target - prepare0;
     times["max_stall"] = max_step_gap(samples);
   }
-  std::vector<PhaseRecord> phases = client.load_report().phases;
+  std::vector<PhaseRecord> phases = client.boot_phases();
   phases.insert(phases.end(), prepare_report.phases.begin(), prepare_report.phases.end());
   phases.insert(phases.end(), commit_report.phases.begin(), commit_report.phases.end());
   trial["status"] = checks.passed() ? "pass" : "fail";
@@ -272,9 +272,10 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   trial["phases"] = phases_json(phases);
   trial["checks"] = checks.json();
   trial["memory"] = memory_snapshot();
-  trial["memory"]["mode_canonical_bytes"] = client.engine().mode().memory().canonical_bytes;
-  trial["memory"]["mode_rank_image_bytes"] = client.engine().mode().memory().rank_image_bytes;
-  trial["memory"]["mode_staging_bytes"] = client.engine().mode().memory().staging_bytes;
+  const ModeMemory mode_memory = client.mode_memory();
+  trial["memory"]["mode_canonical_bytes"] = mode_memory.canonical_bytes;
+  trial["memory"]["mode_rank_image_bytes"] = mode_memory.rank_image_bytes;
+  trial["memory"]["mode_staging_bytes"] = mode_memory.staging_bytes;
   trial["probe"] = {{"responses", samples.size()}, {"before_commit", before},
                     {"during_prepare", during_prepare}, {"after_commit", after},
                     {"errors", errors}, {"restarted_by_commit", restarts}};
@@ -330,7 +331,11 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
       reference.fingerprint = fingerprint(native.generate(probe_request()));
       reference.checksums = native.storage_checksums();
       nlohmann::json per_rank = nlohmann::json::array();
-      for (const auto& layout : native.engine().layouts()) per_rank.push_back(layout.bytes());
+      for (const auto& rank : native.storage_pointers()) {
+        uint64_t bytes = 0;
+        for (const auto& storage : rank) bytes += storage.bytes;
+        per_rank.push_back(bytes);
+      }
       out["bytes"] = {{"canonical", profile.canonical_bytes()}, {"rank_image_per_rank", per_rank}};
       for (const auto& p : published) {
         if (p.version == cell.target) out["bytes"]["delta_compressed"] = p.stored_bytes;
