@@ -8,7 +8,7 @@
 namespace wsb {
 
 int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads) {
-  const Floors f = measure_floors(dir, bytes, threads);
+  const FloorMeasurement f = measure_floors(dir, bytes, threads);
   std::cout << fmt::format("# {:<14} {:>10} {:>14} {:>8}  {}\n", "floor", "GB/s", "buffer", "threads", "where");
   std::cout << fmt::format("# {:<14} {:>10} {:>14} {:>8}\n", "", "(1e9 B/s)", "(bytes)", "");
   std::cout << fmt::format("  {:<14} {:>10.2f} {:>14} {:>8}  host RAM\n", "host_memcpy", f.host_memcpy_gbps,

@@ -77,8 +77,8 @@ double measure_disk_read_gbps(const std::filesystem::path& dir, uint64_t bytes, 
   return static_cast<double>(total) / seconds / 1e9;
 }
 
-Floors measure_floors(const std::filesystem::path& dir, uint64_t bytes, int threads) {
-  Floors floors;
+FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes, int threads) {
+  FloorMeasurement floors;
   floors.host_memcpy_threads = threads;
   floors.host_memcpy_bytes = bytes;
   floors.host_memcpy_gbps = measure_host_memcpy_gbps(bytes, threads);
@@ -88,7 +88,7 @@ Floors measure_floors(const std::filesystem::path& dir, uint64_t bytes, int thre
   return floors;
 }
 
-nlohmann::json floors_json(const Floors& f) {
+nlohmann::json floors_json(const FloorMeasurement& f) {
   return {{"host_memcpy_gbps", f.host_memcpy_gbps}, {"host_memcpy_threads", f.host_memcpy_threads},
           {"host_memcpy_bytes", f.host_memcpy_bytes}, {"disk_read_gbps", f.disk_read_gbps},
           {"disk_read_bytes", f.disk_read_bytes},     {"disk_path", f.disk_path},

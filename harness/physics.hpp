@@ -8,7 +8,7 @@
 
 namespace wsb {
 
-struct Floors {
+struct FloorMeasurement {
   double host_memcpy_gbps = 0;
   int host_memcpy_threads = 1;
   uint64_t host_memcpy_bytes = 0;
@@ -23,7 +23,7 @@ double measure_host_memcpy_gbps(uint64_t bytes, int threads, int repeats = 3);
 /// Writes a `bytes` file under `dir`, fsyncs, drops it from the page cache, reads it back with 4 MiB reads.
 /// Returns GB/s; sets `cold` when the page-cache drop is believed effective. Throws Error(Io).
 double measure_disk_read_gbps(const std::filesystem::path& dir, uint64_t bytes, bool* cold);
-Floors measure_floors(const std::filesystem::path& dir, uint64_t bytes, int threads);
-nlohmann::json floors_json(const Floors& floors);
+FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes, int threads);
+nlohmann::json floors_json(const FloorMeasurement& floors);
 
 }  // namespace wsb
