@@ -70,13 +70,7 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
   LoadReport report;
   CheckpointReader checkpoint(checkpoint_dir);
   for (const auto& spec : options_.profile.canonical_tensors()) {
-    const auto& entry = checkpoint.entry(spec.name);
-    if (entry.spec() != spec) {
-      throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' is {} {}, the model expects {} {}",
-                                                   checkpoint_dir.string(), spec.name, dtype_name(entry.dtype),
-                                                   shape_string(entry.shape), dtype_name(spec.dtype),
-                                                   shape_string(spec.shape)));
-    }
+    expect_tensor(checkpoint, spec, checkpoint_dir.string());
   }
   {
     ScopedPhase phase(log, "load.native", Floor::DiskRead);

@@ -4,8 +4,15 @@
 # executables' $ORIGIN rpath. The GPU machine has no package registry and no xxhash.h/httplib.h: build here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
-rm -rf .carry && mkdir -p .carry/tests .carry/bench
+build=$(cd "${1:-build}" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+# The executables may come from another checkout (a clean snapshot): its path is what they were compiled with.
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+rm -rf .carry && mkdir -p .carry/tests .carry/bench .carry/src/tests .carry/src/models
+echo "$source_dir" > .carry/SOURCE_DIR
+cp -r "$source_dir/tests/fixtures" .carry/src/tests/
+cp -r "$source_dir/models/profiles" .carry/src/models/
+cp -r "$source_dir/matrices" .carry/src/
 cp "$build/wsbench" .carry/
 find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -exec cp {} .carry/tests/ \;
 find "$build/bench" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .carry/bench/ \; 2>/dev/null || true

@@ -70,4 +70,9 @@ class CheckpointReader {
   std::map<std::string, const SafetensorsFile*, std::less<>> tensor_shard_;
 };
 
+/// The entry of `expected.name` in `checkpoint`, checked against the model's dtype and shape. Throws
+/// Error(Missing) when absent, Error(Mismatch) "<origin>: tensor 'x' is F32 [2], the model expects BF16 [2]".
+const SafetensorsEntry& expect_tensor(const CheckpointReader& checkpoint, const TensorSpec& expected,
+                                      const std::string& origin);
+
 }  // namespace wsb

@@ -124,4 +124,15 @@ std::vector<const SafetensorsFile*> CheckpointReader::shards() const {
   return out;
 }
 
+const SafetensorsEntry& expect_tensor(const CheckpointReader& checkpoint, const TensorSpec& expected,
+                                      const std::string& origin) {
+  const SafetensorsEntry& entry = checkpoint.entry(expected.name);
+  if (entry.dtype != expected.dtype || entry.shape != expected.shape) {
+    throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' is {} {}, the model expects {} {}", origin,
+                                                 expected.name, dtype_name(entry.dtype), shape_string(entry.shape),
+                                                 dtype_name(expected.dtype), shape_string(expected.shape)));
+  }
+  return entry;
+}
+
 }  // namespace wsb

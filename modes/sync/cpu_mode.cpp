@@ -37,13 +37,7 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
   ScopedPhase phase(log, "load.canonical_image", Floor::HostMemcpy);
   for (size_t i = 0; i < canonical_.size(); ++i) {
     const auto& spec = canonical_[i];
-    const auto& entry = checkpoint.entry(spec.name);
-    if (entry.spec() != spec) {
-      throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' is {} {}, the model expects {} {}",
-                                                   checkpoint.dir().string(), spec.name, dtype_name(entry.dtype),
-                                                   shape_string(entry.shape), dtype_name(spec.dtype),
-                                                   shape_string(spec.shape)));
-    }
+    expect_tensor(checkpoint, spec, checkpoint.dir().string());
     auto src = checkpoint.data(spec.name);
     std::copy(src.begin(), src.end(), tensor_span(i).begin());
     phase.add_bytes(src.size());

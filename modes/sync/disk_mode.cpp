@@ -132,13 +132,7 @@ void DiskMode::reseed(const Store& store, uint32_t full_version, PhaseLog& log) 
   // Verify the seed as copied, tensor by tensor, against the FULL publication's checksums.
   CheckpointReader seeded(checkpoint_dir());
   for (const auto& spec : canonical_) {
-    const auto& entry = seeded.entry(spec.name);
-    if (entry.spec() != spec) {
-      throw Error(ErrorKind::Mismatch, fmt::format("publication {}: tensor '{}' is {} {}, the model expects {} {}",
-                                                   version_string(full_version), spec.name, dtype_name(entry.dtype),
-                                                   shape_string(entry.shape), dtype_name(spec.dtype),
-                                                   shape_string(spec.shape)));
-    }
+    expect_tensor(seeded, spec, fmt::format("publication {}", version_string(full_version)));
     const std::string actual = xxh3_128_hex(seeded.data(spec.name));
     if (actual != full.expected_checksum(spec.name)) {
       throw Error(ErrorKind::Checksum, fmt::format("publication {}: tensor '{}' xxh3-128 {} != {}",
@@ -159,13 +153,7 @@ void DiskMode::apply_plan(const UpdatePlan& plan, PhaseLog& log) {
     CheckpointReader local(checkpoint_dir());
     std::vector<uint8_t> buffer;
     for (const auto& spec : canonical_) {
-      const auto& entry = local.entry(spec.name);
-      if (entry.spec() != spec) {
-        throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' is {} {}, the model expects {} {}",
-                                                     checkpoint_dir().string(), spec.name, dtype_name(entry.dtype),
-                                                     shape_string(entry.shape), dtype_name(spec.dtype),
-                                                     shape_string(spec.shape)));
-      }
+      const auto& entry = expect_tensor(local, spec, checkpoint_dir().string());
       auto current = local.data(spec.name);
       buffer.assign(current.begin(), current.end());
       fold_tensor(plan, spec, buffer, nullptr);
