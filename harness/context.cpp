@@ -61,10 +61,14 @@ std::string detect_host_runtime() {
   const bool container = std::ifstream("/.dockerenv").good() || std::ifstream("/run/.containerenv").good() ||
                          cgroup.find("docker") != std::string::npos || cgroup.find("kubepods") != std::string::npos ||
                          cgroup.find("containerd") != std::string::npos;
-  if (container) return "container";
-  if (release.find("-fc-") != std::string::npos) return "firecracker-vm";
-  if (read_file("/proc/cpuinfo").find(" hypervisor") != std::string::npos) return "vm";
-  return "bare-metal";
+  // Layers from the outside in, e.g. "firecracker-vm/container".
+  std::string machine = "bare-metal";
+  if (release.find("-fc-") != std::string::npos) {
+    machine = "firecracker-vm";
+  } else if (read_file("/proc/cpuinfo").find(" hypervisor") != std::string::npos) {
+    machine = "vm";
+  }
+  return container ? machine + "/container" : machine;
 }
 
 nlohmann::json collect_context() {
@@ -98,7 +102,8 @@ nlohmann::json collect_context() {
   if (!commit.empty() && !run_command("git status --porcelain --untracked-files=no 2>/dev/null").empty()) {
     commit += "-dirty";
   }
-  c["build_commit"] = commit.empty() ? "unknown" : commit;
+  // Outside a checkout (a copied tree on a GPU machine) fall back to the commit the build was configured at.
+  c["build_commit"] = commit.empty() ? std::string(WSB_BUILD_COMMIT) + " (configured)" : commit;
 #ifdef NDEBUG
   c["build_type"] = "release";
 #else

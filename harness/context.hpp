@@ -6,7 +6,8 @@
 
 namespace wsb {
 
-/// "bare-metal" | "container" | "gvisor" | "firecracker-vm" | "vm", detected from inside the process:
+/// "gvisor", or the machine ("bare-metal" | "firecracker-vm" | "vm") with "/container" appended inside a
+/// container, detected from inside the process:
 /// gVisor reports kernel 4.4.0 in /proc/version; Firecracker guest kernels carry "-fc-" in their release here;
 /// containers show /.dockerenv or a container cgroup; other VMs the "hypervisor" cpu flag.
 std::string detect_host_runtime();
