@@ -11,6 +11,7 @@
 #include "harness/physics.hpp"
 #include "models/core/checksum.hpp"
 #include "modes/codec/delta_codec.hpp"
+#include "modes/codec/xor_stream.hpp"
 #include "modes/sync/host_buffer.hpp"
 
 namespace {
@@ -21,7 +22,7 @@ using wsb::HostBuffer;
 double memcpy_floor_gbps(uint64_t bytes) {
   static std::map<uint64_t, double> cache;
   auto it = cache.find(bytes);
-  if (it == cache.end()) it = cache.emplace(bytes, wsb::measure_host_memcpy_gbps(bytes, 1, 5)).first;
+  if (it == cache.end()) it = cache.emplace(bytes, wsb::measure_host_memcpy_gbps(bytes, 1, 10)).first;
   return it->second;
 }
 
@@ -74,6 +75,26 @@ BENCHMARK(BM_DeltaDecodeApply)
     ->Args({64 << 20, 10, 0})
     ->Args({64 << 20, 10, 1})
     ->Unit(benchmark::kMillisecond);
+
+/// The prepare path for xor payloads: zstd output streamed into the tensor, no tensor-sized mask.
+void BM_XorStreamApply(benchmark::State& state) {
+  const auto bytes = static_cast<uint64_t>(state.range(0));
+  auto base = random_bytes(bytes, 2);
+  auto target = base;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (uint64_t i = 0; i < bytes; i += 2) {
+    if (u(rng) < state.range(1) / 1000.0) target[i] ^= 1;
+  }
+  const auto payload = wsb::encode_delta(wsb::DeltaEncoding::Xor, base, target, 1);
+  for (auto _ : state) {
+    wsb::apply_xor_payload(payload, base, "bench");
+    benchmark::DoNotOptimize(base.data());
+  }
+  set_counters(state, bytes);
+  state.counters["payload_bytes"] = static_cast<double>(payload.size());
+}
+BENCHMARK(BM_XorStreamApply)->ArgNames({"bytes", "permille"})->Args({64 << 20, 10})->Unit(benchmark::kMillisecond);
 
 /// The cpu-mode commit on the CPU backend: rank image -> runtime storage copy.
 void BM_RankImageCopy(benchmark::State& state) {
