@@ -74,20 +74,20 @@ const std::array<float, 256>& e4m3_table() {
 }
 
 uint8_t float_to_e4m3(float value) {
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80);
-  const float magnitude = std::bit_cast<float>(bits & 0x7FFFFFFFu);
-  // Covers NaN and infinity too (comparisons with NaN are false).
-  if (!(magnitude <= 464.0f)) return sign | 0x7F;
-  if (magnitude == 0.0f) return sign;
-  // Normal E4M3 numbers start at 2^-6; below it the ulp is the subnormal step 2^-9.
-  const int exponent = floor_log2(magnitude);
-  if (exponent < -6) return static_cast<uint8_t>(sign | round_to_ulp(magnitude, -9));  // 8 = 2^-6 carries over
-  const uint32_t q = round_to_ulp(magnitude, exponent - 3);                             // 8..16
-  // q == 16 carries into the next exponent: ((e + 7) << 3) + 8 == (e + 8) << 3. 464 gives exponent 8, q 15 ->
-  // halfway between 14 and 15... resolved above: q = round(464 / 32) = 14.5 -> even 14 -> 0x7E.
-  const uint32_t code = ((static_cast<uint32_t>(exponent + 7)) << 3) + q - 8;
-  return static_cast<uint8_t>(sign | code);
+  const uint32_t all = std::bit_cast<uint32_t>(value);
+  const uint8_t sign = static_cast<uint8_t>((all >> 24) & 0x80);
+  const uint32_t bits = all & 0x7FFFFFFFu;
+  // 464 = 0x43E80000; NaN and infinity have larger magnitude bits, so they take this branch too.
+  if (bits > 0x43E80000u) return sign | 0x7F;
+  // Below the smallest normal E4M3 (2^-6 = 0x3C800000) the step is the subnormal 2^-9 (rare for weights, so the
+  // exact integer path costs nothing); 8 * 2^-9 rounds up into code 0x08 = 2^-6 by itself.
+  if (bits < 0x3C800000u) return static_cast<uint8_t>(sign | round_to_ulp(std::bit_cast<float>(bits), -9));
+  // Normal: rebias the exponent (127 -> 7) and round the 23-bit mantissa to 3 bits at bit 20, ties to even; a
+  // carry out of the mantissa correctly bumps the exponent. 464 has exactly half an ulp above 448 and an even
+  // kept mantissa, so it stays at 0x7E as torch rounds it.
+  const uint32_t odd = (bits >> 20) & 1u;
+  const uint32_t rounded = bits - (120u << 23) + 0x7FFFFu + odd;
+  return static_cast<uint8_t>(sign | (rounded >> 20));
 }
 
 float e2m1_to_float(uint8_t nibble) {

@@ -122,7 +122,7 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
       load_base(profile, options, *base, tensor, current);
       stats[0].seconds += seconds_since(start);
     }
-    const double density = options.density ? *options.density : default_density(tensor.dtype);
+    const double density = options.density ? *options.density : default_density(tensor);
     for (uint32_t v = std::max<uint32_t>(first, 1); v <= last; ++v) {
       auto start = Clock::now();
       PublicationStats& s = stats[v - first];

@@ -7,43 +7,20 @@
 #include <fmt/format.h>
 
 #include "models/core/errors.hpp"
+#include "models/quant/code_step.hpp"
+#include "models/quant/quant_role.hpp"
 #include "modes/publisher/publisher.hpp"
+#include "modes/publisher/synthetic_stream.hpp"
 
 namespace wsb {
 namespace {
 
-constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // splitmix64 increment (Steele, Lea, Flood 2014)
-constexpr uint64_t kValueTag = 0x7773622D76616C30ull;   // separates the v0 value streams ...
-constexpr uint64_t kSelectTag = 0x7773622D73656C31ull;  // ... from the per-version selection streams
-
-/// splitmix64 output function: a bijective 64-bit mixer.
-constexpr uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-constexpr uint64_t combine(uint64_t key, uint64_t value) { return mix64(key ^ mix64(value + kGamma)); }
-
-/// FNV-1a 64: a stable hash of names (std::hash is not specified across implementations).
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (char c : text) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 0x100000001B3ull;
-  }
-  return h;
-}
-
-/// The model's identity without scaling knobs ("llama-3.1-8b-bf16@layers=2" -> "llama-3.1-8b-bf16"), so a scaled
-/// run holds the very same values as the full model in the layers it keeps.
-uint64_t profile_key(const ModelProfile& profile) {
-  std::string_view id = profile.id;
-  return fnv1a(id.substr(0, id.find('@')));
-}
-
-/// Element i of the counter-based stream `key` (splitmix64 at position i + 1).
-inline uint64_t stream_at(uint64_t key, uint64_t i) { return mix64(key + (i + 1) * kGamma); }
+using synth::combine;
+using synth::fnv1a;
+using synth::kSelectTag;
+using synth::kValueTag;
+using synth::profile_key;
+using synth::stream_at;
 
 /// Round-to-nearest-even float -> BF16 of a finite value (synthetic values are always finite).
 inline uint16_t finite_to_bf16(float value) {
@@ -96,20 +73,31 @@ InitRange init_range(const TensorSpec& tensor) {
   return {0.0f, 0.02f};
 }
 
-/// Draws the n values of stream `key` in `range` and hands (index, value) to `store`. One 64-bit draw yields two
-/// disjoint 24-bit uniforms: element 2j from bits 40..63, element 2j + 1 from bits 8..31.
-template <typename StoreFn>
-void fill_pairs(uint64_t n, uint64_t key, InitRange range, StoreFn store) {
-  auto value = [range](uint64_t bits24) {
-    float u = static_cast<float>(bits24) * 0x1p-24f;  // exact, in [0, 1)
-    return range.center + range.half_width * (2.0f * u - 1.0f);
-  };
-  for (uint64_t j = 0; j < n / 2; ++j) {
-    uint64_t h = stream_at(key, j);
-    store(2 * j, value(h >> 40));
-    store(2 * j + 1, value((h >> 8) & 0xFFFFFFu));
+/// Writes value(u) for every element of an IEEE-coded tensor (BF16, F16 or F32; little-endian codes, as
+/// safetensors stores them), u being the element's uniform draw of stream `key`. The dtype is dispatched once,
+/// outside the element loop.
+template <typename ValueFn>
+void fill_ieee(const TensorSpec& tensor, uint64_t key, uint8_t* p, ValueFn value) {
+  const uint64_t n = tensor.numel();
+  switch (tensor.dtype) {
+    case DType::BF16:
+      return synth::for_each_uniform(n, key, [&](uint64_t i, float u) {
+        uint16_t code = finite_to_bf16(value(u));
+        p[2 * i] = static_cast<uint8_t>(code);
+        p[2 * i + 1] = static_cast<uint8_t>(code >> 8);
+      });
+    case DType::F16:
+      return synth::for_each_uniform(n, key, [&](uint64_t i, float u) {
+        uint16_t code = float_to_f16(value(u));
+        p[2 * i] = static_cast<uint8_t>(code);
+        p[2 * i + 1] = static_cast<uint8_t>(code >> 8);
+      });
+    default:  // F32, the only other IEEE dtype with a rule (has_rule)
+      return synth::for_each_uniform(n, key, [&](uint64_t i, float u) {
+        uint32_t code = std::bit_cast<uint32_t>(value(u));
+        for (int b = 0; b < 4; ++b) p[4 * i + b] = static_cast<uint8_t>(code >> (8 * b));
+      });
   }
-  if (n % 2 == 1) store(n - 1, value(stream_at(key, n / 2) >> 40));
 }
 
 void check_out(const TensorSpec& tensor, std::span<const uint8_t> out) {
@@ -120,10 +108,61 @@ void check_out(const TensorSpec& tensor, std::span<const uint8_t> out) {
   }
 }
 
+/// True when the publisher has a synthesis and step rule for the tensor's codes.
+bool has_rule(const TensorSpec& tensor, const QuantRole& role) {
+  switch (role.format) {
+    case CodeFormat::Ieee:
+      return tensor.dtype == DType::BF16 || tensor.dtype == DType::F16 || tensor.dtype == DType::F32;
+    case CodeFormat::E4M3:
+    case CodeFormat::E2M1x2:
+    case CodeFormat::E8M0:
+      return true;
+    case CodeFormat::None:
+    case CodeFormat::E5M2:
+      return false;
+  }
+  return false;
+}
+
 [[noreturn]] void unsupported(const TensorSpec& tensor) {
-  throw Error(ErrorKind::Format, fmt::format("publisher: tensor '{}' has dtype {}, which has no synthesis / "
-                                             "perturbation rule (BF16, F16, F32 supported)",
-                                             tensor.name, dtype_name(tensor.dtype)));
+  throw Error(ErrorKind::Format,
+              fmt::format("publisher: tensor '{}' has dtype {}, which has no synthesis / perturbation rule "
+                          "(BF16, F16, F32, F8_E4M3, F8_E8M0, and U8 named '*.weight' / '*_blocks' (packed E2M1) "
+                          "or '*_scales' (E8M0) are supported)",
+                          tensor.name, dtype_name(tensor.dtype)));
+}
+
+/// Name prefixes a profile declares immutable: the optional string array "immutable_prefixes" of its JSON.
+bool has_immutable_prefix(const ModelProfile& profile, std::string_view name) {
+  const auto it = profile.raw.find("immutable_prefixes");
+  if (it == profile.raw.end() || !it->is_array()) return false;
+  for (const auto& prefix : *it) {
+    if (prefix.is_string() && name.starts_with(prefix.get_ref<const std::string&>())) return true;
+  }
+  return false;
+}
+
+/// Runs `step(i)` on every element i < n selected with probability `density` by the selection stream `key`.
+/// One 64-bit draw decides two elements: 2j by its high 32 bits, 2j + 1 by its low 32 bits (2^-32 resolution).
+template <typename StepFn>
+uint64_t select_elements(uint64_t n, uint64_t key, double density, StepFn step) {
+  const double scaled = std::ldexp(density, 32);
+  const bool all = scaled >= 0x1p32;
+  const uint32_t threshold = all ? 0 : static_cast<uint32_t>(scaled);
+  uint64_t moved = 0;
+  auto visit = [&](uint64_t i, uint32_t draw) {
+    if (all || draw < threshold) {
+      step(i);
+      ++moved;
+    }
+  };
+  for (uint64_t j = 0; j < n / 2; ++j) {
+    uint64_t h = stream_at(key, j);
+    visit(2 * j, static_cast<uint32_t>(h >> 32));
+    visit(2 * j + 1, static_cast<uint32_t>(h));
+  }
+  if (n % 2 == 1) visit(n - 1, static_cast<uint32_t>(stream_at(key, n / 2) >> 32));
+  return moved;
 }
 
 }  // namespace
@@ -134,11 +173,38 @@ double default_density(DType dtype) {
     case DType::F16:
     case DType::F32:
       return 0.01;
-    // Quantized codes (issue 3): F8_E4M3 0.006, FP4 (E2M1 packed in U8) 0.003, with their own code-step rules.
+    case DType::F8_E4M3:
+      return 0.006;
+    case DType::U8:  // packed E2M1 or E8M0 scales: the FP4 formats
+    case DType::F8_E8M0:
+      return 0.003;
     default:
       throw Error(ErrorKind::Format,
                   fmt::format("publisher: no default perturbation density for dtype {}", dtype_name(dtype)));
   }
+}
+
+double default_density(const TensorSpec& tensor) {
+  const QuantRole role = quant_role(tensor);
+  if (!has_rule(tensor, role)) {
+    throw Error(ErrorKind::Format, fmt::format("publisher: no default perturbation density for tensor '{}' (dtype {})",
+                                               tensor.name, dtype_name(tensor.dtype)));
+  }
+  if (role.part == QuantPart::InputScale) return 0.0;
+  switch (role.method) {
+    case QuantMethod::Fp8:
+      return 0.006;
+    case QuantMethod::Nvfp4:
+    case QuantMethod::Mxfp4:
+      return 0.003;
+    case QuantMethod::None:
+      break;
+  }
+  return default_density(tensor.dtype);
+}
+
+bool is_immutable(const ModelProfile& profile, const TensorSpec& tensor) {
+  return quant_role(tensor).part == QuantPart::InputScale || has_immutable_prefix(profile, tensor.name);
 }
 
 std::string selection_group(std::string_view tensor_name) {
@@ -156,31 +222,15 @@ std::string selection_group(std::string_view tensor_name) {
 void synthesize_initial(const ModelProfile& profile, const TensorSpec& tensor, uint64_t seed,
                         std::span<uint8_t> out) {
   check_out(tensor, out);
+  const QuantRole role = quant_role(tensor);
+  if (!has_rule(tensor, role)) unsupported(tensor);
   const uint64_t key = combine(combine(combine(kValueTag, profile_key(profile)), seed), fnv1a(tensor.name));
-  const InitRange range = init_range(tensor);
-  const uint64_t n = tensor.numel();
-  uint8_t* p = out.data();
-  switch (tensor.dtype) {
-    case DType::BF16:
-      return fill_pairs(n, key, range, [p](uint64_t i, float v) {
-        uint16_t code = finite_to_bf16(v);
-        p[2 * i] = static_cast<uint8_t>(code);  // safetensors stores little-endian
-        p[2 * i + 1] = static_cast<uint8_t>(code >> 8);
-      });
-    case DType::F16:
-      return fill_pairs(n, key, range, [p](uint64_t i, float v) {
-        uint16_t code = float_to_f16(v);
-        p[2 * i] = static_cast<uint8_t>(code);
-        p[2 * i + 1] = static_cast<uint8_t>(code >> 8);
-      });
-    case DType::F32:
-      return fill_pairs(n, key, range, [p](uint64_t i, float v) {
-        uint32_t code = std::bit_cast<uint32_t>(v);
-        for (int b = 0; b < 4; ++b) p[4 * i + b] = static_cast<uint8_t>(code >> (8 * b));
-      });
-    default:
-      unsupported(tensor);
+  if (role.format != CodeFormat::Ieee) return synth::synthesize_quantized(tensor, role, key, out);
+  if (role.part != QuantPart::Plain) {
+    return fill_ieee(tensor, key, out.data(), [&](float u) { return synth::scale_value(profile, role, u); });
   }
+  const InitRange range = init_range(tensor);
+  fill_ieee(tensor, key, out.data(), [range](float u) { return range.center + range.half_width * (2.0f * u - 1.0f); });
 }
 
 uint64_t perturb_version(const ModelProfile& profile, const TensorSpec& tensor, uint64_t seed, uint32_t version,
@@ -190,39 +240,37 @@ uint64_t perturb_version(const ModelProfile& profile, const TensorSpec& tensor, 
     throw Error(ErrorKind::Format,
                 fmt::format("publisher: density {} for tensor '{}' is not in [0, 1]", density, tensor.name));
   }
-  if (tensor.dtype != DType::BF16 && tensor.dtype != DType::F16 && tensor.dtype != DType::F32) unsupported(tensor);
-  // Lowest bit of the stored code = lowest mantissa bit: the exponent is untouched, so finite stays finite.
-  // In little-endian storage it is bit 0 of the element's first byte.
-  const size_t stride = dtype_size(tensor.dtype);
-  const uint64_t n = tensor.numel();
+  const QuantRole role = quant_role(tensor);
+  if (!has_rule(tensor, role)) unsupported(tensor);
+  if (is_immutable(profile, tensor)) return 0;
   const uint64_t key = combine(combine(combine(combine(kSelectTag, profile_key(profile)), seed), version),
                                fnv1a(selection_group(tensor.name)));
-  // One 64-bit draw decides two elements: 2j by its high 32 bits, 2j + 1 by its low 32 bits (2^-32 resolution).
-  const double scaled = std::ldexp(density, 32);
-  const bool all = scaled >= 0x1p32;
-  const uint32_t threshold = all ? 0 : static_cast<uint32_t>(scaled);
+  const uint64_t n = code_count(tensor, role);
   uint8_t* p = data.data();
-  uint64_t moved = 0;
-  auto visit = [&](uint64_t i, uint32_t draw) {
-    if (all || draw < threshold) {
-      p[i * stride] ^= 1u;
-      ++moved;
+  switch (role.format) {
+    case CodeFormat::Ieee: {
+      // Lowest bit of the stored code = lowest mantissa bit: the exponent is untouched, so finite stays finite.
+      // In little-endian storage it is bit 0 of the element's first byte.
+      const size_t stride = dtype_size(tensor.dtype);
+      return select_elements(n, key, density, [p, stride](uint64_t i) { p[i * stride] ^= 1u; });
     }
-  };
-  for (uint64_t j = 0; j < n / 2; ++j) {
-    uint64_t h = stream_at(key, j);
-    visit(2 * j, static_cast<uint32_t>(h >> 32));
-    visit(2 * j + 1, static_cast<uint32_t>(h));
+    case CodeFormat::E4M3:
+      return select_elements(n, key, density, [p](uint64_t i) { p[i] = e4m3_step(p[i]); });
+    case CodeFormat::E2M1x2:
+      // Element 2k is the low nibble of byte k; flipping the nibble's bit 0 is e2m1_step (magnitude +-1).
+      return select_elements(n, key, density, [p](uint64_t i) { p[i / 2] ^= (i % 2) ? 0x10 : 0x01; });
+    case CodeFormat::E8M0:
+      return select_elements(n, key, density, [p](uint64_t i) { p[i] = e8m0_step(p[i]); });
+    default:
+      unsupported(tensor);
   }
-  if (n % 2 == 1) visit(n - 1, static_cast<uint32_t>(stream_at(key, n / 2) >> 32));
-  return moved;
 }
 
 void synthesize_canonical(const ModelProfile& profile, const TensorSpec& tensor, uint64_t seed, uint32_t version,
                           std::optional<double> density, std::span<uint8_t> out) {
   synthesize_initial(profile, tensor, seed, out);
   if (version == 0) return;
-  const double d = density ? *density : default_density(tensor.dtype);
+  const double d = density ? *density : default_density(tensor);
   for (uint32_t k = 1; k <= version; ++k) perturb_version(profile, tensor, seed, k, d, out);
 }
 

@@ -6,6 +6,8 @@
 
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
+#include "modes/codec/xor_stream.hpp"
+#include "models/quant/code_check.hpp"
 
 namespace wsb {
 
@@ -36,8 +38,7 @@ void revert_steps(const UpdatePlan& plan, FoldUndo& undo, std::span<uint8_t> byt
     if (step.manifest().encoding == DeltaEncoding::Overwrite) {
       apply_delta_swap(undo.overwrite_inverse[i], bytes);
     } else {
-      DecodedDelta again = decode_delta(DeltaEncoding::Xor, step.payload(undo.tensor), bytes.size(), undo.tensor);
-      apply_delta_swap(again, bytes);
+      apply_xor_payload(step.payload(undo.tensor), bytes, undo.tensor);
     }
   }
   undo.applied_steps = 0;
@@ -52,9 +53,13 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
   try {
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const auto& step = *plan.steps[i];
-      DecodedDelta delta = decode_delta(step.manifest().encoding, step.payload(spec.name), bytes.size(), spec.name);
-      apply_delta_swap(delta, bytes);
-      if (delta.encoding == DeltaEncoding::Overwrite) undo.overwrite_inverse[i] = std::move(delta);
+      if (step.manifest().encoding == DeltaEncoding::Xor) {
+        apply_xor_payload(step.payload(spec.name), bytes, spec.name);  // streamed: no tensor-sized mask
+      } else {
+        DecodedDelta delta = decode_delta(DeltaEncoding::Overwrite, step.payload(spec.name), bytes.size(), spec.name);
+        apply_delta_swap(delta, bytes);
+        undo.overwrite_inverse[i] = std::move(delta);
+      }
       undo.applied_steps = i + 1;
     }
     const std::string& expected = plan.steps.back()->expected_checksum(spec.name);
@@ -64,6 +69,9 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
                   fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}", spec.name,
                               version_string(plan.to), actual, expected));
     }
+    // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would
+    // still reach the engine, so the target codes are validated before anything live can see them.
+    check_codes(spec, bytes, fmt::format("publication {}", version_string(plan.to)));
   } catch (...) {
     revert_steps(plan, undo, bytes);
     throw;

@@ -2,6 +2,7 @@
 // store, synthesize_canonical and write_full_checkpoint (llama-tiny-bf16, the CI preset).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -14,6 +15,8 @@
 #include "models/core/errors.hpp"
 #include "models/core/numeric.hpp"
 #include "models/profile/profile.hpp"
+#include "models/quant/codecs.hpp"
+#include "models/quant/quant_role.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/publication.hpp"
 
@@ -103,7 +106,9 @@ TEST(Publisher, Basics) {
   EXPECT_EQ(default_density(DType::BF16), 0.01);
   EXPECT_EQ(default_density(DType::F16), 0.01);
   EXPECT_EQ(default_density(DType::F32), 0.01);
-  expect_error([] { default_density(DType::U8); }, ErrorKind::Format, {"dtype U8"});
+  EXPECT_EQ(default_density(DType::F8_E4M3), 0.006);
+  EXPECT_EQ(default_density(DType::U8), 0.003);  // packed E2M1 or E8M0 scales
+  expect_error([] { default_density(DType::I32); }, ErrorKind::Format, {"dtype I32"});
   EXPECT_EQ(selection_group("model.layers.3.mlp.gate_proj.weight"), "model.layers.3.mlp.gate_up_proj.weight");
   EXPECT_EQ(selection_group("model.layers.3.mlp.up_proj.weight"), "model.layers.3.mlp.gate_up_proj.weight");
   EXPECT_EQ(selection_group("model.layers.3.mlp.down_proj.weight"), "model.layers.3.mlp.down_proj.weight");
@@ -186,10 +191,10 @@ TEST(Publisher, DensityExtremesAndErrors) {
   Bytes wrong(3);
   expect_error([&] { synthesize_canonical(tiny(), t, 1, 0, std::nullopt, wrong); }, ErrorKind::Mismatch,
                {"'model.norm.weight'", "buffer of 3 bytes, expected 256"});
-  TensorSpec u8{"x.weight", DType::U8, {4}};
+  TensorSpec u8{"token_type_ids", DType::U8, {4}};  // a U8 that is neither packed E2M1 nor E8M0 scales
   Bytes four(4);
   expect_error([&] { synthesize_canonical(tiny(), u8, 1, 0, std::nullopt, four); }, ErrorKind::Format,
-               {"'x.weight'", "dtype U8"});
+               {"'token_type_ids'", "dtype U8"});
 }
 
 TEST(Publisher, OtherFloatDtypes) {
@@ -393,6 +398,250 @@ TEST(Publisher, FullCheckpointOfAnyVersion) {
     EXPECT_EQ(Bytes(bytes.begin(), bytes.end()), expected);
     EXPECT_EQ(reader.shard_of(t.name).metadata().at(t.name), xxh3_128_hex(expected));
   }
+}
+
+// ---- Quantized dtypes (issue 3). Hand-built TensorSpecs with the checkpoint names of the quantized profiles;
+// the profile only contributes its id and hidden size (llama-tiny-bf16: 128).
+
+const std::string kExpert = "model.layers.1.mlp.experts.5.";
+
+float f32_at(const Bytes& b, size_t i) {
+  float v;
+  std::memcpy(&v, &b[4 * i], 4);
+  return v;
+}
+
+/// Binomial(n, p) count within 6 standard deviations of its mean.
+void expect_binomial(uint64_t count, uint64_t n, double p, const std::string& what) {
+  const double mean = static_cast<double>(n) * p;
+  const double sd = std::sqrt(static_cast<double>(n) * p * (1 - p));
+  EXPECT_NEAR(static_cast<double>(count), mean, 6 * sd) << what << ": n " << n << ", p " << p;
+}
+
+TEST(PublisherQuant, DefaultDensityPerRole) {
+  auto density = [](std::string name, DType dtype, Shape shape = {8, 8}) {
+    return default_density(TensorSpec{std::move(name), dtype, std::move(shape)});
+  };
+  EXPECT_EQ(density("model.layers.0.self_attn.q_proj.weight", DType::F8_E4M3), 0.006);
+  EXPECT_EQ(density("model.layers.0.self_attn.q_proj.weight_scale", DType::F32, {8, 1}), 0.006);
+  EXPECT_EQ(density(kExpert + "gate_proj.weight", DType::U8), 0.003);
+  EXPECT_EQ(density(kExpert + "gate_proj.weight_scale", DType::F8_E4M3), 0.003);
+  EXPECT_EQ(density(kExpert + "gate_proj.weight_scale_2", DType::F32, {}), 0.003);
+  EXPECT_EQ(density(kExpert + "gate_proj.input_scale", DType::F32, {}), 0.0);
+  EXPECT_EQ(density("model.layers.0.mlp.experts.gate_up_proj_blocks", DType::U8, {2, 8, 3, 16}), 0.003);
+  EXPECT_EQ(density("model.layers.0.mlp.experts.gate_up_proj_scales", DType::U8, {2, 8, 3}), 0.003);
+  EXPECT_EQ(density("model.layers.0.mlp.experts.gate_up_proj_bias", DType::BF16, {2, 8}), 0.01);
+  EXPECT_EQ(density("model.layers.0.mlp.gate.e_score_correction_bias", DType::F32, {8}), 0.01);
+  EXPECT_EQ(density("model.layers.0.self_attn.kv_a_proj_with_mqa.weight", DType::BF16), 0.01);
+  expect_error([&] { density("position_ids", DType::I64); }, ErrorKind::Format, {"tensor 'position_ids'", "I64"});
+}
+
+TEST(PublisherQuant, E4M3WeightsMoveOneMantissaStepAndNeverNan) {
+  const TensorSpec w{"model.layers.0.self_attn.o_proj.weight", DType::F8_E4M3, {64, 256}};
+  Bytes v0 = synth(w, 3, 0);
+  // v0: RNE of U(-448, 448): no NaN, both signs, the top code present (it exercises the step toward zero).
+  uint64_t top = 0, negative = 0;
+  double sum = 0;
+  for (uint8_t c : v0) {
+    ASSERT_FALSE(e4m3_is_nan(c));
+    top += (c & 0x7F) == 0x7E;
+    negative += (c & 0x80) != 0;
+    sum += e4m3_to_float(c);
+  }
+  EXPECT_GT(top, 150u);  // [432, 448] of [-448, 448]: 1.8 % of 16384 = 293 expected
+  expect_binomial(negative, w.numel(), 0.5, "negative codes");
+  EXPECT_NEAR(sum / static_cast<double>(w.numel()), 0.0, 10.0);
+  Bytes prev = v0, cur = v0;
+  uint64_t total = 0, top_steps = 0;
+  for (uint32_t v = 1; v <= 100; ++v) {
+    const uint64_t moved = perturb_version(tiny(), w, 3, v, 0.02, cur);
+    uint64_t seen = 0;
+    for (size_t i = 0; i < cur.size(); ++i) {
+      if (cur[i] == prev[i]) continue;
+      ++seen;
+      ASSERT_FALSE(e4m3_is_nan(cur[i])) << "version " << v << " element " << i;
+      ASSERT_EQ(cur[i] & 0xF8, prev[i] & 0xF8) << "sign and exponent kept, element " << i;
+      ASSERT_EQ(std::abs((cur[i] & 7) - (prev[i] & 7)), 1) << "one mantissa step, element " << i;
+      top_steps += (prev[i] & 0x7F) == 0x7E;
+      if ((prev[i] & 0x7F) == 0x7E) {
+        ASSERT_EQ(cur[i] & 0x7F, 0x7D);
+      }
+    }
+    ASSERT_EQ(seen, moved) << "version " << v;
+    total += moved;
+    prev = cur;
+  }
+  EXPECT_GT(top_steps, 20u);
+  expect_binomial(total, 100 * w.numel(), 0.02, "E4M3 moves over 100 versions");
+  EXPECT_EQ(synth(w, 3, 7, 0.02), [&] {
+    Bytes b = v0;
+    for (uint32_t v = 1; v <= 7; ++v) perturb_version(tiny(), w, 3, v, 0.02, b);
+    return b;
+  }());
+  // Default density 0.006 per version.
+  const TensorSpec big{"model.layers.0.mlp.down_proj.weight", DType::F8_E4M3, {512, 512}};
+  Bytes b = synth(big, 1, 0);
+  expect_binomial(perturb_version(tiny(), big, 1, 1, default_density(big), b), big.numel(), 0.006, "FP8 density");
+  // Only 0x7E / 0xFE: every selected one steps toward zero; a NaN input lands on the top finite code.
+  const TensorSpec edge{"model.layers.0.mlp.up_proj.weight", DType::F8_E4M3, {2, 2}};
+  Bytes e{0x7E, 0xFE, 0x7F, 0x00};
+  EXPECT_EQ(perturb_version(tiny(), edge, 1, 1, 1.0, e), 4u);
+  EXPECT_EQ(e, (Bytes{0x7D, 0xFD, 0x7E, 0x01}));
+}
+
+TEST(PublisherQuant, Fp8ChannelScalesAndDequantizedRange) {
+  const TensorSpec w{"model.layers.0.self_attn.q_proj.weight", DType::F8_E4M3, {96, 128}};
+  const TensorSpec s{"model.layers.0.self_attn.q_proj.weight_scale", DType::F32, {96, 1}};
+  Bytes wb = synth(w, 2, 0), sb = synth(s, 2, 0);
+  const double base = 1.0 / (448.0 * std::sqrt(128.0));  // hidden of llama-tiny-bf16
+  double lo = 1e9, hi = 0, wmax = 0;
+  for (size_t r = 0; r < 96; ++r) {
+    const double scale = f32_at(sb, r);
+    lo = std::min(lo, scale / base);
+    hi = std::max(hi, scale / base);
+    for (size_t c = 0; c < 128; ++c) wmax = std::max(wmax, std::fabs(e4m3_to_float(wb[r * 128 + c]) * scale));
+  }
+  EXPECT_GE(lo, 0.75);
+  EXPECT_LT(hi, 1.25);
+  EXPECT_GT(hi - lo, 0.4);
+  EXPECT_LE(wmax, 1.25 / std::sqrt(128.0));
+  EXPECT_GT(wmax, 0.7 / std::sqrt(128.0));
+  // F32 scales move by their lowest mantissa bit at the FP8 density.
+  Bytes moved = sb;
+  EXPECT_EQ(perturb_version(tiny(), s, 2, 1, 1.0, moved), 96u);
+  for (size_t r = 0; r < 96; ++r) {
+    uint32_t a, b;
+    std::memcpy(&a, &sb[4 * r], 4);
+    std::memcpy(&b, &moved[4 * r], 4);
+    EXPECT_EQ(a ^ b, 1u);
+  }
+}
+
+TEST(PublisherQuant, PackedE2M1MovesOneMagnitudeStepPerNibble) {
+  const TensorSpec w{kExpert + "down_proj.weight", DType::U8, {512, 256}};  // [N, K/2]: 262144 E2M1 codes
+  Bytes v0 = synth(w, 4, 0);
+  std::array<uint64_t, 16> histogram{};
+  for (uint8_t b : v0) {
+    ++histogram[b & 0xF];
+    ++histogram[b >> 4];
+  }
+  for (size_t code = 0; code < 16; ++code) expect_binomial(histogram[code], 2 * w.numel(), 1.0 / 16, "E2M1 code");
+  Bytes prev = v0, cur = v0;
+  uint64_t total = 0;
+  for (uint32_t v = 1; v <= 20; ++v) {
+    const uint64_t moved = perturb_version(tiny(), w, 4, v, default_density(w), cur);
+    uint64_t seen = 0;
+    for (size_t i = 0; i < 2 * w.numel(); ++i) {
+      const uint8_t a = e2m1_packed_at(prev.data(), i), b = e2m1_packed_at(cur.data(), i);
+      if (a == b) continue;
+      ++seen;
+      ASSERT_EQ(a & 0x8, b & 0x8) << "sign kept, nibble " << i;
+      ASSERT_EQ(std::abs((a & 7) - (b & 7)), 1) << "one magnitude step, nibble " << i;
+    }
+    ASSERT_EQ(seen, moved) << "version " << v;
+    total += moved;
+    prev = cur;
+  }
+  expect_binomial(total, 20 * 2 * w.numel(), 0.003, "NVFP4 nibbles over 20 versions");
+  const TensorSpec blocks{"model.layers.0.mlp.experts.gate_up_proj_blocks", DType::U8, {2, 64, 90, 16}};
+  Bytes bb = synth(blocks, 4, 0);
+  expect_binomial(perturb_version(tiny(), blocks, 4, 1, default_density(blocks), bb), 2 * blocks.numel(), 0.003,
+                  "MXFP4 block nibbles");
+}
+
+TEST(PublisherQuant, E8M0ScalesStayInRangeAndNeverFF) {
+  // gpt-oss: K = 32 * 90 = 2880 -> e0 = round(log2(1 / (6 sqrt(2880)))) = -8: codes 118 (2^-9) and 119 (2^-8).
+  const TensorSpec s{"model.layers.0.mlp.experts.gate_up_proj_scales", DType::U8, {2, 512, 90}};
+  Bytes v0 = synth(s, 6, 0);
+  uint64_t low = 0;
+  for (uint8_t c : v0) {
+    ASSERT_TRUE(c == 118 || c == 119) << int(c);
+    low += c == 118;
+  }
+  expect_binomial(low, s.numel(), 0.5, "2^-9 scales");
+  Bytes prev = v0, cur = v0;
+  uint64_t total = 0;
+  for (uint32_t v = 1; v <= 30; ++v) {
+    const uint64_t moved = perturb_version(tiny(), s, 6, v, default_density(s), cur);
+    uint64_t seen = 0;
+    for (size_t i = 0; i < cur.size(); ++i) {
+      if (cur[i] == prev[i]) continue;
+      ++seen;
+      ASSERT_EQ(std::abs(cur[i] - prev[i]), 1) << "exponent +-1, element " << i;
+      ASSERT_TRUE(cur[i] == 118 || cur[i] == 119) << "range kept, element " << i;
+    }
+    ASSERT_EQ(seen, moved);
+    total += moved;
+    prev = cur;
+  }
+  expect_binomial(total, 30 * s.numel(), 0.003, "E8M0 moves over 30 versions");
+  // The largest scale steps down; 0xFF never appears, even from an all-0xFE buffer at density 1.
+  const TensorSpec f8{"model.layers.0.mlp.experts.down_proj_scales", DType::F8_E8M0, {3}};
+  Bytes top{0xFE, 0xFD, 0x00};
+  EXPECT_EQ(perturb_version(tiny(), f8, 1, 1, 1.0, top), 3u);
+  EXPECT_EQ(top, (Bytes{0xFD, 0xFC, 0x01}));
+}
+
+TEST(PublisherQuant, Nvfp4ScalesInputScaleImmutableAndGlobalScalesEqual) {
+  const TensorSpec gate_ws{kExpert + "gate_proj.weight_scale", DType::F8_E4M3, {512, 448}};  // K = 7168
+  Bytes ws = synth(gate_ws, 8, 0);
+  float lo = 1e9f, hi = 0;
+  for (uint8_t c : ws) {
+    lo = std::min(lo, e4m3_to_float(c));
+    hi = std::max(hi, e4m3_to_float(c));
+  }
+  // U(0.75, 1.25) * 2^11 / (6 sqrt(7168)) = [3.02, 5.04) -> E4M3 3.0 .. 5.0.
+  EXPECT_EQ(lo, 3.0f);
+  EXPECT_EQ(hi, 5.0f);
+  Bytes ws1 = ws;
+  expect_binomial(perturb_version(tiny(), gate_ws, 8, 1, default_density(gate_ws), ws1), gate_ws.numel(), 0.003,
+                  "NVFP4 block scales");
+
+  // input_scale: 2^-8, never changed, whatever the density.
+  const TensorSpec input{kExpert + "gate_proj.input_scale", DType::F32, {}};
+  EXPECT_TRUE(is_immutable(tiny(), input));
+  Bytes in0 = synth(input, 8, 0);
+  EXPECT_EQ(f32_at(in0, 0), 0x1p-8f);
+  Bytes in1 = in0;
+  EXPECT_EQ(perturb_version(tiny(), input, 8, 1, 1.0, in1), 0u);
+  EXPECT_EQ(in1, in0);
+  EXPECT_EQ(synth(input, 8, 50, 1.0), in0);
+
+  // weight_scale_2 of gate and up are equal in every version (shared selection group); down moves on its own.
+  const TensorSpec gate{kExpert + "gate_proj.weight_scale_2", DType::F32, {}};
+  const TensorSpec up{kExpert + "up_proj.weight_scale_2", DType::F32, {}};
+  const TensorSpec down{kExpert + "down_proj.weight_scale_2", DType::F32, {}};
+  EXPECT_FALSE(is_immutable(tiny(), gate));
+  Bytes g = synth(gate, 8, 0), u = synth(up, 8, 0), d = synth(down, 8, 0);
+  EXPECT_EQ(f32_at(g, 0), 0x1p-11f);
+  uint64_t gate_moves = 0, differs_from_down = 0;
+  for (uint32_t v = 1; v <= 64; ++v) {
+    gate_moves += perturb_version(tiny(), gate, 8, v, 0.5, g);
+    perturb_version(tiny(), up, 8, v, 0.5, u);
+    perturb_version(tiny(), down, 8, v, 0.5, d);
+    ASSERT_EQ(g, u) << "version " << v;
+    differs_from_down += g != d;
+  }
+  EXPECT_GT(gate_moves, 16u);
+  EXPECT_GT(differs_from_down, 0u);
+  EXPECT_EQ(synth(gate, 8, 64, 0.5), g);
+  EXPECT_EQ(synth(up, 8, 64, 0.5), g);
+}
+
+TEST(PublisherQuant, ConfiguredImmutablePrefixes) {
+  ModelProfile profile = tiny();
+  profile.raw["immutable_prefixes"] = {"model.layers.0.", "lm_head"};
+  const TensorSpec frozen{"model.layers.0.mlp.down_proj.weight", DType::BF16, {16, 16}};
+  const TensorSpec head{"lm_head.weight", DType::BF16, {16, 16}};
+  const TensorSpec free{"model.layers.1.mlp.down_proj.weight", DType::BF16, {16, 16}};
+  EXPECT_TRUE(is_immutable(profile, frozen));
+  EXPECT_TRUE(is_immutable(profile, head));
+  EXPECT_FALSE(is_immutable(profile, free));
+  EXPECT_FALSE(is_immutable(tiny(), frozen));
+  Bytes a(frozen.bytes()), b(head.bytes()), c(free.bytes());
+  EXPECT_EQ(perturb_version(profile, frozen, 1, 1, 1.0, a), 0u);
+  EXPECT_EQ(perturb_version(profile, head, 1, 1, 1.0, b), 0u);
+  EXPECT_EQ(perturb_version(profile, free, 1, 1, 1.0, c), 256u);
 }
 
 }  // namespace
