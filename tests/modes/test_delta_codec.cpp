@@ -11,23 +11,16 @@
 #include "models/core/errors.hpp"
 #include "modes/codec/delta_codec.hpp"
 #include "modes/codec/zstd_frame.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace wsb {
 namespace {
 
+using test::expect_error;
+
 using Bytes = std::vector<uint8_t>;
 
 /// Runs `fn`, expecting wsb::Error of `kind` whose message contains every one of `parts`.
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
 
 Bytes zstd(const Bytes& raw) { return zstd_compress(raw, 3); }
 

@@ -19,40 +19,18 @@
 #include "models/quant/quant_role.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/publication.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace wsb {
 namespace {
 
+using test::TempDir;
+using test::expect_error;
+
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("wsb-test-publisher-" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
 
- private:
-  fs::path path_;
-};
-
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
 
 const ModelProfile& tiny() {
   static const ModelProfile profile = find_profile("llama-tiny-bf16", WSB_PROFILES_DIR);

@@ -15,6 +15,7 @@
 
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/checkpoint/safetensors.hpp"
+#include "models/core/errors.hpp"
 #include "models/profile/profile.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/store.hpp"
@@ -41,6 +42,17 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Expects `fn` to throw wsb::Error of `kind` whose message contains every one of `parts`.
+inline void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
 
 inline ModelProfile tiny_profile() { return find_profile("llama-tiny-bf16", WSB_PROFILES_DIR); }
 
