@@ -13,6 +13,8 @@ Shape Fragment::shape() const {
 
 uint64_t RuntimeStorageSpec::bytes() const { return shape_numel(shape) * dtype_size(dtype); }
 
+uint64_t RuntimeStorageSpec::gathered_bytes() const { return shape_numel(gathered_shape) * dtype_size(dtype); }
+
 uint64_t RankLayout::bytes() const {
   uint64_t total = 0;
   for (const RuntimeStorageSpec& s : storages) total += s.bytes();

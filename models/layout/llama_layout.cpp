@@ -42,6 +42,7 @@ RuntimeStorageSpec make_storage(std::string name, DType dtype, std::vector<Fragm
   s.dtype = dtype;
   s.shape = fragments.front().shape();
   for (size_t i = 1; i < fragments.size(); ++i) s.shape[0] += fragments[i].shape()[0];
+  s.gathered_shape = s.shape;  // transform "none"
   s.fragments = std::move(fragments);
   return s;
 }

@@ -1,9 +1,12 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "models/core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
+#include "models/transform/transform.hpp"
 
 namespace wsb {
 
@@ -20,7 +23,11 @@ void copy_fragment(const RuntimeStorageSpec& spec, const Fragment& f, std::span<
         fmt::format("canonical tensor '{}' has {} bytes, but {} {} needs {} (storage '{}')", f.canonical, src.size(),
                     dtype_name(spec.dtype), shape_string(shape), shape_numel(shape) * esize, spec.name));
   const size_t dim = static_cast<size_t>(f.dim);
-  const int64_t extent = shape.empty() ? 1 : shape.at(dim);
+  if (f.dim < 0 || (!shape.empty() && dim >= shape.size()) || (shape.empty() && f.dim != 0))
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragment dim {} does not exist in canonical tensor "
+                                                 "'{}' {}",
+                                                 spec.name, f.dim, f.canonical, shape_string(shape)));
+  const int64_t extent = shape.empty() ? 1 : shape[dim];
   if (f.start < 0 || f.length < 0 || f.start + f.length > extent)
     throw Error(ErrorKind::Mismatch,
                 fmt::format("storage '{}': fragment [{}, {}) of dim {} exceeds canonical tensor '{}' {}", spec.name,
@@ -37,23 +44,39 @@ void copy_fragment(const RuntimeStorageSpec& spec, const Fragment& f, std::span<
 }  // namespace
 
 void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out) {
-  if (spec.transform != "none")
-    throw Error(ErrorKind::Format, fmt::format("storage '{}': unknown post-load transform '{}' (supported: none)",
-                                               spec.name, spec.transform));
+  if (!is_known_transform(spec.transform))
+    throw Error(ErrorKind::Format, fmt::format("storage '{}': unknown post-load transform '{}' (supported: {})",
+                                               spec.name, spec.transform, fmt::join(transform_names(), ", ")));
   if (out.size() != spec.bytes())
     throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': output buffer has {} bytes, the storage needs {}",
                                                  spec.name, out.size(), spec.bytes()));
+  const bool as_is = spec.transform == kTransformNone;
+  if (as_is && spec.gathered_shape != spec.shape)
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("storage '{}': gathered shape {} differs from shape {} under "
+                            "transform none",
+                            spec.name, shape_string(spec.gathered_shape), shape_string(spec.shape)));
   uint64_t fragment_bytes = 0;
   for (const Fragment& f : spec.fragments) fragment_bytes += shape_numel(f.shape()) * dtype_size(spec.dtype);
-  if (fragment_bytes != out.size())
-    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragments hold {} bytes, the storage {}", spec.name,
-                                                 fragment_bytes, out.size()));
-  uint8_t* dst = out.data();
+  if (fragment_bytes != spec.gathered_bytes())
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragments hold {} bytes, the gathered {} {} needs {}",
+                                                 spec.name, fragment_bytes, dtype_name(spec.dtype),
+                                                 shape_string(spec.gathered_shape), spec.gathered_bytes()));
+  // Transform "none" gathers straight into the storage; the others gather into a scratch buffer first (left
+  // uninitialized: the gather writes every byte), because their output positions differ from the gather order.
+  std::unique_ptr<uint8_t[]> scratch(as_is ? nullptr : new uint8_t[fragment_bytes]);
+  uint8_t* dst = as_is ? out.data() : scratch.get();
   for (const Fragment& f : spec.fragments) {
     copy_fragment(spec, f, canonical(f.canonical), dst);
     dst += shape_numel(f.shape()) * dtype_size(spec.dtype);
   }
-  // Transform "none": BF16/F16/F32 weights are used as stored.
+  if (as_is) return;
+  std::vector<std::string> sources;
+  sources.reserve(spec.fragments.size());
+  for (const Fragment& f : spec.fragments) sources.push_back(f.canonical);
+  apply_transform(spec.transform,
+                  TransformIo{spec.name, sources, spec.dtype, spec.gathered_shape,
+                              std::span<const uint8_t>(scratch.get(), fragment_bytes), spec.shape, out});
 }
 
 }  // namespace wsb

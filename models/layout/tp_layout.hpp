@@ -2,7 +2,8 @@
 // Tensor-parallel layout: which bytes of which canonical tensors make up each runtime storage of each TP rank.
 // Conventions (Megatron/SGLang): qkv_proj fused [q|k|v] rows, k/v shard = rank / (tp / kv_heads) when
 // tp > kv_heads; gate_up_proj = [gate slice; up slice]; o_proj/down_proj row-parallel (input columns sliced);
-// norms replicated; embed_tokens and lm_head vocab-parallel (rows sliced).
+// norms replicated; embed_tokens and lm_head vocab-parallel (rows sliced). The MoE families (glm4_moe,
+// deepseek_v3, gpt_oss) are documented storage by storage in models/layout/moe_layout.hpp.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -14,7 +15,9 @@
 
 namespace wsb {
 
-/// A slice of one canonical tensor along `dim` (0 = rows, 1 = columns of a 2-D tensor; 1-D tensors use dim 0).
+/// A slice [start, start + length) of one canonical tensor along `dim` of its row-major N-D shape (0 = rows,
+/// 1 = columns of a 2-D tensor; 1-D tensors use dim 0; a scalar, shape [], is taken whole with dim 0, start 0,
+/// length 1). Its bytes are, for every index of the dims before `dim`, one contiguous run.
 struct Fragment {
   std::string canonical;
   Shape canonical_shape;
@@ -25,15 +28,22 @@ struct Fragment {
   Shape shape() const;
 };
 
-/// One runtime storage of one TP rank: its fragments concatenated along dim 0 (all fragments of a storage have
-/// the same trailing dims). `transform` names the quantization post-load transform ("none" for BF16).
+/// One runtime storage of one TP rank. Its fragments' bytes, concatenated in order, form the gathered tensor of
+/// shape `gathered_shape` (row-major; e.g. per-expert fragments [gate; up] of [rows, K] each stack into
+/// [E, 2*rows, K]). `transform` names the quantization post-load transform (models/transform/transform.hpp) that
+/// turns the gathered tensor into the runtime tensor of shape `shape`; for "none" the two shapes are equal.
+/// `dtype` is the element type of both (transforms move, pad or combine elements; they never change type).
 struct RuntimeStorageSpec {
   std::string name;
   DType dtype = DType::BF16;
   Shape shape;
   std::vector<Fragment> fragments;
   std::string transform = "none";
+  Shape gathered_shape;  ///< shape of the concatenated fragments before the transform
+  /// Runtime bytes: numel(shape) * dtype size.
   uint64_t bytes() const;
+  /// Bytes of the concatenated fragments: numel(gathered_shape) * dtype size.
+  uint64_t gathered_bytes() const;
 };
 
 /// Every runtime storage of one TP rank, in a fixed order shared by all ranks.
@@ -52,9 +62,12 @@ std::vector<RankLayout> build_rank_layouts(const ModelProfile& profile, int tp);
 /// Returns the canonical bytes of a tensor by name (throws if absent).
 using CanonicalLookup = std::function<std::span<const uint8_t>(const std::string& canonical)>;
 
-/// The ordinary loader for one storage: gathers its fragments from canonical tensors into `out`
-/// (out.size() == spec.bytes()), then applies the post-load transform. Throws Error(Mismatch) when a canonical
-/// tensor's byte size disagrees with its declared shape.
+/// The ordinary loader for one storage: gathers its fragments from canonical tensors (directly into `out` for
+/// transform "none", else into a temporary of gathered_bytes()) and applies the post-load transform into `out`
+/// (out.size() == spec.bytes()). Every byte of `out` is written, padding included, so loading into a buffer that
+/// holds an older version gives the same bytes as loading into a fresh one. Throws Error(Mismatch) when a
+/// canonical tensor's byte size disagrees with its declared shape or the fragments disagree with gathered_shape,
+/// Error(Format) for an unknown transform, and whatever the transform throws (models/transform/transform.hpp).
 void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out);
 
 }  // namespace wsb

@@ -1,12 +1,22 @@
 // Profile JSON schema (models/profiles/<id>.json). Top level:
-//   id (string, [A-Za-z0-9._-]), family (string; "llama"), description (string), source (string: where the
-//   dims come from, e.g. the upstream config.json URL), quantization (string; "none"), dtype (safetensors
-//   spelling of unquantized weights: BF16/F16/F32), tiny (bool, optional, default false), notes (string,
-//   optional), dims (object, keys per family).
+//   id (string, [A-Za-z0-9._-]), family (string: llama, glm4_moe, deepseek_v3, gpt_oss), description (string),
+//   source (string: where the dims come from, e.g. the upstream config.json URL), quantization (string, one per
+//   family: llama none, glm4_moe fp8-channel, deepseek_v3 nvfp4, gpt_oss mxfp4), dtype (safetensors spelling of
+//   unquantized weights: BF16/F16/F32), tiny (bool, optional, default false), notes (string, optional),
+//   tensor_prefix (string, optional, deepseek_v3 only: prefix of every canonical tensor name), dims (object, keys
+//   per family).
 // dims for "llama": layers, hidden, intermediate, heads, kv_heads, head_dim, vocab (integers), rope_theta,
 //   rms_eps (numbers), tie_embeddings (bool, optional, default false).
-// Later families extend by adding their family name, their dims keys (e.g. experts) and top-level keys of their
-// quantization method; unknown keys are rejected so a misspelt key never silently takes a default.
+// dims for "glm4_moe": layers, hidden, intermediate, moe_intermediate, experts, shared_experts, top_k,
+//   first_dense_layers, heads, kv_heads, head_dim, vocab, rope_theta, rms_eps, partial_rotary_factor,
+//   attention_bias, norm_topk_prob (optional, false), routed_scaling_factor (optional, 1.0).
+// dims for "deepseek_v3": layers, hidden, intermediate, moe_intermediate, experts, shared_experts, top_k,
+//   first_dense_layers, heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, vocab,
+//   rope_theta, rms_eps, norm_topk_prob, routed_scaling_factor, rope_scaling (optional object, models/profile/
+//   moe_dims.cpp).
+// dims for "gpt_oss": layers, hidden, intermediate, experts, top_k, heads, kv_heads, head_dim, vocab, rope_theta,
+//   rms_eps, sliding_window, swiglu_limit, rope_scaling (optional object).
+// Unknown keys are rejected so a misspelt key never silently takes a default.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -14,6 +24,8 @@
 #include "models/core/errors.hpp"
 #include "models/profile/json_fields.hpp"
 #include "models/profile/llama_family.hpp"
+#include "models/profile/moe_dims.hpp"
+#include "models/profile/moe_family.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {
@@ -48,7 +60,8 @@ ModelDims parse_llama_dims(const JsonFields& dims) {
 
 ModelProfile parse_profile(const nlohmann::json& j, const std::string& origin) {
   JsonFields top(j, origin);
-  top.reject_unknown({"id", "family", "description", "source", "notes", "quantization", "dtype", "tiny", "dims"});
+  top.reject_unknown(
+      {"id", "family", "description", "source", "notes", "quantization", "dtype", "tiny", "tensor_prefix", "dims"});
   ModelProfile p;
   p.id = top.string("id");
   for (char c : p.id)
@@ -64,13 +77,31 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& origin) {
     top.fail("dtype", fmt::format("'{}' is not an unquantized weight dtype (BF16, F16, F32)", dtype));
   p.dtype = *parsed;
   p.tiny = top.optional_boolean("tiny").value_or(false);
-  if (p.family == kLlamaFamily) {
-    if (p.quantization != "none")
-      top.fail("quantization", fmt::format("'{}' is not supported by family llama (supported: none)", p.quantization));
-    p.dims = parse_llama_dims(top.object("dims"));
-  } else {
-    top.fail("family", fmt::format("unsupported family '{}' (supported: llama)", p.family));
+  struct FamilyRule {
+    std::string_view family, quantization;
+    ModelDims (*parse)(const JsonFields&);
+  };
+  static const FamilyRule kRules[] = {{kLlamaFamily, kQuantNone, parse_llama_dims},
+                                      {kGlm4MoeFamily, kQuantFp8Channel, parse_glm4_moe_dims},
+                                      {kDeepseekV3Family, kQuantNvfp4, parse_deepseek_v3_dims},
+                                      {kGptOssFamily, kQuantMxfp4, parse_gpt_oss_dims}};
+  const FamilyRule* rule = nullptr;
+  for (const FamilyRule& r : kRules)
+    if (r.family == p.family) rule = &r;
+  if (rule == nullptr)
+    top.fail("family",
+             fmt::format("unsupported family '{}' (supported: llama, glm4_moe, deepseek_v3, gpt_oss)", p.family));
+  if (p.quantization != rule->quantization)
+    top.fail("quantization", fmt::format("'{}' is not supported by family {} (supported: {})", p.quantization, p.family,
+                                         rule->quantization));
+  if (auto prefix = top.optional_string("tensor_prefix")) {
+    if (p.family != kDeepseekV3Family)
+      top.fail("tensor_prefix", fmt::format("only family deepseek_v3 takes a tensor prefix, not {}", p.family));
+    if (prefix->empty() || prefix->back() != '.')
+      top.fail("tensor_prefix", fmt::format("'{}' must be non-empty and end with '.'", *prefix));
+    p.tensor_prefix = *prefix;
   }
+  p.dims = rule->parse(top.object("dims"));
   p.raw = j;
   return p;
 }

@@ -2,6 +2,8 @@
 
 #include "models/core/errors.hpp"
 #include "models/profile/llama_family.hpp"
+#include "models/profile/moe_family.hpp"
+#include "models/profile/moe_tensors.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {
@@ -38,6 +40,9 @@ std::vector<TensorSpec> llama_tensors(const ModelProfile& p) {
 
 std::vector<TensorSpec> ModelProfile::canonical_tensors() const {
   if (family == kLlamaFamily) return llama_tensors(*this);
+  if (family == kGlm4MoeFamily) return glm4_moe_tensors(*this);
+  if (family == kDeepseekV3Family) return deepseek_v3_tensors(*this);
+  if (family == kGptOssFamily) return gpt_oss_tensors(*this);
   throw Error(ErrorKind::Format, fmt::format("profile '{}': unsupported family '{}'", id, family));
 }
 

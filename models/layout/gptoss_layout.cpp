@@ -1,0 +1,89 @@
+// gpt_oss TP layout with MXFP4 experts (storage list and conventions: moe_layout.hpp).
+#include <fmt/format.h>
+
+#include "models/layout/llama_layout.hpp"
+#include "models/layout/moe_layout.hpp"
+#include "models/layout/moe_parts.hpp"
+#include "models/profile/llama_family.hpp"
+#include "models/profile/moe_family.hpp"
+#include "models/transform/mxfp4.hpp"
+
+namespace wsb {
+
+namespace {
+
+void attention(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelDims& d, int layer, int tp, int rank,
+               DType dtype) {
+  auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
+  const LlamaRankHeads h = llama_rank_heads(d, tp, rank);
+  const int64_t hd = d.head_dim, q0 = h.q_head_start * hd, qn = h.q_heads * hd;
+  const int64_t kv0 = h.kv_head_start * hd, kvn = h.kv_heads * hd;
+  for (std::string_view leaf : {"weight", "bias"})
+    s.push_back(rows_spec(n(fmt::format("self_attn.qkv_proj.{}", leaf)), dtype,
+                          {c.slice(n(fmt::format("self_attn.q_proj.{}", leaf)), 0, q0, qn),
+                           c.slice(n(fmt::format("self_attn.k_proj.{}", leaf)), 0, kv0, kvn),
+                           c.slice(n(fmt::format("self_attn.v_proj.{}", leaf)), 0, kv0, kvn)}));
+  s.push_back(make_spec(n("self_attn.o_proj.weight"), dtype, {c.slice(n("self_attn.o_proj.weight"), 1, q0, qn)},
+                        {d.hidden, qn}));
+  s.push_back(replicated(c, n("self_attn.o_proj.bias"), dtype));
+  s.push_back(rows_spec(n("self_attn.sinks"), dtype, {c.slice(n("self_attn.sinks"), 0, h.q_head_start, h.q_heads)}));
+}
+
+void mxfp4_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelDims& d, int layer, int tp,
+                   int rank, DType dtype) {
+  auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
+  const RankSlice im = gpt_oss_intermediate_slice(d, tp, rank);
+  const int64_t e = d.experts, h = d.hidden, hb = h / kMxfp4Block;
+  const int64_t lb = im.length / kMxfp4Block, pb = im.padded / kMxfp4Block;
+  // gate_up rows are interleaved (2j gate, 2j+1 up), so the rank's rows are the contiguous [2*start, 2*end).
+  const std::string gu = n("mlp.experts.gate_up_proj"), dn = n("mlp.experts.down_proj");
+  s.push_back(make_spec(n("mlp.experts.w13_weight"), DType::U8,
+                        {c.slice(gu + "_blocks", 1, 2 * im.start, 2 * im.length)}, {e, 2 * im.length, hb, 16},
+                        kMxfp4Pad, {e, 2 * im.padded, hb, 16}));
+  s.push_back(make_spec(n("mlp.experts.w13_weight_scale"), DType::U8,
+                        {c.slice(gu + "_scales", 1, 2 * im.start, 2 * im.length)}, {e, 2 * im.length, hb},
+                        kMxfp4ScaleSwizzle, mxfp4_scale_swizzled_shape(e, 2 * im.padded, hb)));
+  s.push_back(make_spec(n("mlp.experts.w13_bias"), dtype, {c.slice(gu + "_bias", 1, 2 * im.start, 2 * im.length)},
+                        {e, 2 * im.length}, kMxfp4Pad, {e, 2 * im.padded}));
+  s.push_back(make_spec(n("mlp.experts.w2_weight"), DType::U8, {c.slice(dn + "_blocks", 2, im.start / kMxfp4Block, lb)},
+                        {e, h, lb, 16}, kMxfp4Pad, {e, h, pb, 16}));
+  s.push_back(make_spec(n("mlp.experts.w2_weight_scale"), DType::U8,
+                        {c.slice(dn + "_scales", 2, im.start / kMxfp4Block, lb)}, {e, h, lb}, kMxfp4ScaleSwizzle,
+                        mxfp4_scale_swizzled_shape(e, h, pb)));
+  s.push_back(make_spec(n("mlp.experts.w2_bias"), dtype, {c.whole(dn + "_bias")}, {e, h}));
+}
+
+RankLayout rank_layout(const ModelProfile& p, const CanonIndex& c, int tp, int rank) {
+  const ModelDims& d = p.dims;
+  RankLayout out;
+  out.rank = rank;
+  out.tp = tp;
+  auto& s = out.storages;
+  s.push_back(vocab_rows(c, "model.embed_tokens.weight", p.dtype, d.vocab, tp, rank));
+  for (int i = 0; i < d.layers; ++i) {
+    auto n = [i](std::string_view leaf) { return llama_layer_name(i, leaf); };
+    s.push_back(replicated(c, n("input_layernorm.weight"), p.dtype));
+    attention(s, c, d, i, tp, rank, p.dtype);
+    s.push_back(replicated(c, n("post_attention_layernorm.weight"), p.dtype));
+    s.push_back(replicated(c, n("mlp.router.weight"), p.dtype));
+    s.push_back(replicated(c, n("mlp.router.bias"), p.dtype));
+    mxfp4_experts(s, c, d, i, tp, rank, p.dtype);
+  }
+  s.push_back(replicated(c, "model.norm.weight", p.dtype));
+  s.push_back(vocab_rows(c, "lm_head.weight", p.dtype, d.vocab, tp, rank));
+  return out;
+}
+
+}  // namespace
+
+std::vector<RankLayout> build_gpt_oss_layouts(const ModelProfile& p, int tp) {
+  require_tp(p, tp);
+  require_gqa_tp(p, tp);
+  require_divides(p, tp, "vocab", p.dims.vocab);
+  CanonIndex canon(p);
+  std::vector<RankLayout> out;
+  for (int r = 0; r < tp; ++r) out.push_back(rank_layout(p, canon, tp, r));
+  return out;
+}
+
+}  // namespace wsb

@@ -1,0 +1,124 @@
+#include "models/transform/fp8_channel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "models/transform/transform_util.hpp"
+
+namespace wsb {
+
+namespace {
+
+/// Transposes tiles of this many rows/columns at a time so reads and writes both stay within a few cache lines.
+constexpr int64_t kTile = 64;
+
+static_assert(std::endian::native == std::endian::little, "transpose8 reads rows as little-endian words");
+
+/// Transposes the 8x8 byte block at src (row stride `src_stride`) into dst (row stride `dst_stride`) with three
+/// rounds of masked swaps on 64-bit rows (1-, 2-, then 4-byte sub-blocks; Hacker's Delight, transpose8), about
+/// ten times faster than byte-by-byte strided copies.
+void transpose8(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t dst_stride) {
+  uint64_t r[8];
+  for (int i = 0; i < 8; ++i) std::memcpy(&r[i], src + i * src_stride, 8);
+  for (int i = 0; i < 8; i += 2) {
+    const uint64_t t = ((r[i] >> 8) ^ r[i + 1]) & 0x00FF00FF00FF00FFull;
+    r[i + 1] ^= t;
+    r[i] ^= t << 8;
+  }
+  for (int i : {0, 1, 4, 5}) {
+    const uint64_t t = ((r[i] >> 16) ^ r[i + 2]) & 0x0000FFFF0000FFFFull;
+    r[i + 2] ^= t;
+    r[i] ^= t << 16;
+  }
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t t = ((r[i] >> 32) ^ r[i + 4]) & 0x00000000FFFFFFFFull;
+    r[i + 4] ^= t;
+    r[i] ^= t << 32;
+  }
+  for (int i = 0; i < 8; ++i) std::memcpy(dst + i * dst_stride, &r[i], 8);
+}
+
+/// dst[kk][nn] = src[nn][kk] for nn in [n0, n1), kk in [k0, k1): whole 8x8 blocks via transpose8, edges bytewise.
+void transpose_tile(const uint8_t* src, int64_t k, uint8_t* dst, int64_t np, int64_t n0, int64_t n1, int64_t k0,
+                    int64_t k1) {
+  const int64_t n8 = n0 + (n1 - n0) / 8 * 8, k8 = k0 + (k1 - k0) / 8 * 8;
+  for (int64_t nn = n0; nn < n8; nn += 8)
+    for (int64_t kk = k0; kk < k8; kk += 8) transpose8(src + nn * k + kk, k, dst + kk * np + nn, np);
+  for (int64_t kk = k0; kk < k1; ++kk)
+    for (int64_t nn = (kk < k8 ? n8 : n0); nn < n1; ++nn) dst[kk * np + nn] = src[nn * k + kk];
+}
+
+}  // namespace
+
+Shape fp8_channel_weight_shape(const Shape& g) {
+  if (g.size() == 2) return {round_up(g[1], kFp8ChannelPad), round_up(g[0], kFp8ChannelPad)};
+  if (g.size() == 3) return {g[0], round_up(g[2], kFp8ChannelPad), round_up(g[1], kFp8ChannelPad)};
+  return {};
+}
+
+Shape fp8_channel_scale_shape(const Shape& g) {
+  if (g.size() == 2 && g[1] == 1) return {round_up(g[0], kFp8ChannelPad)};
+  if (g.size() == 3 && g[2] == 1) return {g[0], round_up(g[1], kFp8ChannelPad)};
+  return {};
+}
+
+uint64_t fp8_channel_weight_offset(const Shape& runtime, int64_t expert, int64_t n, int64_t k) {
+  const size_t r = runtime.size();
+  const int64_t kp = runtime[r - 2], np = runtime[r - 1];
+  return static_cast<uint64_t>((expert * kp + k) * np + n);
+}
+
+uint64_t fp8_channel_scale_offset(const Shape& runtime, int64_t expert, int64_t n) {
+  const int64_t np = runtime.back();
+  return static_cast<uint64_t>(expert * np + n) * sizeof(float);
+}
+
+void fp8_channel_weight_transform(const TransformIo& io) {
+  const size_t rank = io.gathered_shape.size();
+  if (rank != 2 && rank != 3)
+    transform_mismatch(io, kFp8ChannelWeight,
+                       fmt::format("gathered {} is neither [N, K] nor [E, N, K]", shape_string(io.gathered_shape)));
+  expect_io(io, kFp8ChannelWeight, DType::F8_E4M3, rank, rank);
+  const Shape want = fp8_channel_weight_shape(io.gathered_shape);
+  if (io.runtime_shape != want)
+    transform_mismatch(
+        io, kFp8ChannelWeight,
+        fmt::format("runtime {} is not {} (gathered {} transposed, padded to {})", shape_string(io.runtime_shape),
+                    shape_string(want), shape_string(io.gathered_shape), kFp8ChannelPad));
+  const int64_t experts = rank == 3 ? io.gathered_shape[0] : 1;
+  const int64_t n = io.gathered_shape[rank - 2], k = io.gathered_shape[rank - 1];
+  const int64_t kp = want[rank - 2], np = want[rank - 1];
+  if (kp != k || np != n) std::memset(io.out.data(), 0, io.out.size());  // padding is always rewritten
+  for (int64_t e = 0; e < experts; ++e) {
+    const uint8_t* src = io.gathered.data() + e * n * k;
+    uint8_t* dst = io.out.data() + e * kp * np;
+    for (int64_t n0 = 0; n0 < n; n0 += kTile)
+      for (int64_t k0 = 0; k0 < k; k0 += kTile)
+        transpose_tile(src, k, dst, np, n0, std::min(n, n0 + kTile), k0, std::min(k, k0 + kTile));
+  }
+}
+
+void fp8_channel_scale_transform(const TransformIo& io) {
+  const size_t rank = io.gathered_shape.size();
+  if ((rank != 2 && rank != 3) || io.gathered_shape.back() != 1)
+    transform_mismatch(io, kFp8ChannelScale,
+                       fmt::format("gathered {} is neither [N, 1] nor [E, N, 1]", shape_string(io.gathered_shape)));
+  expect_io(io, kFp8ChannelScale, DType::F32, rank, rank - 1);
+  const Shape want = fp8_channel_scale_shape(io.gathered_shape);
+  if (io.runtime_shape != want)
+    transform_mismatch(io, kFp8ChannelScale,
+                       fmt::format("runtime {} is not {}", shape_string(io.runtime_shape), shape_string(want)));
+  const int64_t experts = rank == 3 ? io.gathered_shape[0] : 1;
+  const int64_t n = io.gathered_shape[rank - 2], np = want.back();
+  const size_t row = static_cast<size_t>(n) * sizeof(float), pad = static_cast<size_t>(np - n) * sizeof(float);
+  for (int64_t e = 0; e < experts; ++e) {
+    uint8_t* dst = io.out.data() + static_cast<size_t>(e * np) * sizeof(float);
+    std::memcpy(dst, io.gathered.data() + static_cast<size_t>(e) * row, row);
+    std::memset(dst + row, 0, pad);
+  }
+}
+
+}  // namespace wsb

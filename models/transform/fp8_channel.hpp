@@ -1,0 +1,41 @@
+#pragma once
+// FP8 per-output-channel (compressed-tensors "channel" strategy) post-load transform: host path only.
+//
+// Canonical: weight F8_E4M3 [N, K] (N = output features, K = input features), weight_scale F32 [N, 1].
+// Runtime (what SGLang/vLLM's CUTLASS/cuBLASLt FP8 GEMMs read: the weight transposed so it is the column-major
+// B operand, out = x[., K] @ W^T):
+//   weight  F8_E4M3 [Kp, Np] or, for stacked experts, [E, Kp, Np]; element (e, n, k) at byte
+//           (e * Kp + k) * Np + n (N contiguous, "K-major rows of N"). Kp = round_up(K, 16), Np = round_up(N, 16);
+//           padding bytes are 0x00 (E4M3 +0.0), so padded rows/columns contribute nothing.
+//   scale   F32 [Np] or [E, Np]; element (e, n) at float index e * Np + n; padding 0.0f.
+//   value(e, n, k) = e4m3(weight byte) * scale(e, n).
+// Why 16: FP8 tensor-core GEMMs need every leading dimension to be a multiple of 16 bytes (cuBLASLt FP8
+// requirements; torch._scaled_mm asserts dims divisible by 16), and per-rank shards such as GLM-4.5-Air's dense
+// intermediate 10944 / 8 = 1368 are not. Padding to the same multiple on both dims keeps one rule for all shards.
+#include <cstdint>
+
+#include "models/transform/transform.hpp"
+
+namespace wsb {
+
+inline constexpr std::string_view kFp8ChannelWeight = "fp8_channel_weight";
+inline constexpr std::string_view kFp8ChannelScale = "fp8_channel_scale";
+inline constexpr int64_t kFp8ChannelPad = 16;
+
+/// Runtime shape of a gathered weight [N, K] -> [Kp, Np], [E, N, K] -> [E, Kp, Np]. Other ranks: returned empty.
+Shape fp8_channel_weight_shape(const Shape& gathered);
+/// Runtime shape of a gathered scale [N, 1] -> [Np], [E, N, 1] -> [E, Np]. Other ranks: returned empty.
+Shape fp8_channel_scale_shape(const Shape& gathered);
+/// Byte offset of logical weight element (expert, n, k) in a runtime weight of shape `runtime` ([Kp, Np] takes
+/// expert 0). No bounds check beyond the runtime shape (callers pass logical n < N, k < K).
+uint64_t fp8_channel_weight_offset(const Shape& runtime, int64_t expert, int64_t n, int64_t k);
+/// Byte offset of the F32 scale of (expert, n) in a runtime scale of shape `runtime` ([Np] takes expert 0).
+uint64_t fp8_channel_scale_offset(const Shape& runtime, int64_t expert, int64_t n);
+
+/// Transform kFp8ChannelWeight: dtype F8_E4M3, gathered [N, K] / [E, N, K], runtime fp8_channel_weight_shape.
+/// Throws Error(Mismatch) naming the storage on any other dtype or shape.
+void fp8_channel_weight_transform(const TransformIo& io);
+/// Transform kFp8ChannelScale: dtype F32, gathered [N, 1] / [E, N, 1], runtime fp8_channel_scale_shape.
+void fp8_channel_scale_transform(const TransformIo& io);
+
+}  // namespace wsb
