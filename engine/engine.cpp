@@ -65,6 +65,7 @@ uint64_t Engine::storage_bytes() const {
 
 LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint32_t version) {
   std::lock_guard control(control_mu_);
+  if (loaded_) throw Error(ErrorKind::State, "native load: the engine is already loaded (boot once, before serving)");
   PhaseLog log;
   const double start = steady_seconds();
   LoadReport report;
@@ -75,7 +76,6 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
   {
     ScopedPhase phase(log, "load.native", Floor::DiskRead);
     CanonicalLookup lookup = [&checkpoint](const std::string& name) { return checkpoint.data(name); };
-    std::lock_guard lock(mu_);  // no decode step may read half-loaded storages
     for (size_t r = 0; r < layouts_.size(); ++r) {
       for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
         load_storage(layouts_[r].storages[s], lookup, storages_.storage(static_cast<int>(r), s));
@@ -155,6 +155,16 @@ void Engine::scheduler_loop() {
   while (true) {
     cv_.wait(lock, [&] { return stop_ || (!pause_requested_ && (!queue_.empty() || !active.empty())); });
     if (stop_) break;
+    if (!healthy_) {
+      // A commit failed after mutation started: the storages may hold mixed versions, so nothing in flight may
+      // produce another token.
+      const auto error = std::make_exception_ptr(Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_));
+      for (auto& a : active) a->promise.set_exception(error);
+      for (auto& a : queue_) a->promise.set_exception(error);
+      active.clear();
+      queue_.clear();
+      continue;
+    }
     while (!queue_.empty()) {
       active.push_back(std::move(queue_.front()));
       queue_.pop_front();
@@ -198,26 +208,28 @@ void Engine::fail_all(const std::string& reason) {
 }
 
 PrepareReport Engine::prepare(uint32_t target) {
-  if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  {
+    std::lock_guard lock(mu_);
+    if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  }
   PrepareReport report;
   report.target = target;
   const double start = steady_seconds();
-  const auto served = state_->served();
-  const auto action = state_->begin_prepare(target);
-  if (action == PrepareAction::AlreadyPrepared) {
+  const PrepareTicket ticket = state_->begin_prepare(target);  // refuses while a commit runs
+  if (ticket.action == PrepareAction::AlreadyPrepared) {
     report.already_prepared = true;
     report.seconds = steady_seconds() - start;
     return report;
   }
-  mode_->discard_prepared();
   PhaseLog log;
   try {
-    mode_->prepare(served, target, log);
+    mode_->prepare(ticket.served, target, log);
   } catch (...) {
-    state_->finish_prepare(target, false);
+    // A rejection found before the mode mutated anything keeps the previously prepared version usable.
+    state_->finish_prepare(target, false, mode_->prepared_version());
     throw;
   }
-  state_->finish_prepare(target, true);
+  state_->finish_prepare(target, true, target);
   report.seconds = steady_seconds() - start;
   report.phases = log.records();
   return report;
@@ -225,12 +237,20 @@ PrepareReport Engine::prepare(uint32_t target) {
 
 CommitReport Engine::commit(uint32_t target) {
   std::lock_guard control(control_mu_);
-  if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  {
+    std::lock_guard lock(mu_);
+    if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  }
   CommitReport report;
   report.target = target;
   const double start = steady_seconds();
-  state_->check_commit(target);  // preflight: mutates nothing
-  mode_->preflight(target);
+  state_->begin_commit(target);  // from here until finish_commit no prepare may touch the prepared artefacts
+  try {
+    mode_->preflight(target);  // mutates nothing
+  } catch (...) {
+    state_->finish_commit(target, false);
+    throw;
+  }
   PhaseLog log;
   double pause_start = 0;
   {
@@ -241,26 +261,28 @@ CommitReport Engine::commit(uint32_t target) {
   }
   std::string failure;
   try {
+    if (debug_inside_pause_) debug_inside_pause_();
     mode_->commit(storages_, log);
   } catch (const std::exception& e) {
     failure = e.what();
   }
   {
     std::lock_guard lock(mu_);
+    state_->finish_commit(target, failure.empty());
     if (failure.empty()) {
-      state_->finish_commit(target);
       weight_version_ = target;
     } else {
       healthy_ = false;
       fatal_reason_ = fmt::format("commit {} failed after mutation started: {}", version_string(target), failure);
+      failure = fatal_reason_;
     }
     pause_requested_ = false;
     report.pause_seconds = steady_seconds() - pause_start;
   }
   cv_.notify_all();
   if (!failure.empty()) {
-    fail_all(fatal_reason_);
-    throw Error(ErrorKind::Fatal, fatal_reason_);
+    fail_all(failure);
+    throw Error(ErrorKind::Fatal, failure);
   }
   report.seconds = steady_seconds() - start;
   report.phases = log.records();

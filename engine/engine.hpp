@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -71,7 +72,8 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Native load of a FULL checkpoint directory into the storages; `version` becomes the served version.
+  /// Native load of a FULL checkpoint directory into the storages; `version` becomes the served version. Boot
+  /// only: generation is refused until it returns, and a second call throws Error(State).
   /// Throws Error (Mismatch naming the tensor when shapes/dtypes differ from the profile, Format/Missing).
   LoadReport load_native(const std::filesystem::path& checkpoint_dir, uint32_t version);
 
@@ -98,6 +100,9 @@ class Engine {
   const SyncMode& mode() const { return *mode_; }
   /// Bytes of all runtime storages, all ranks.
   uint64_t storage_bytes() const;
+  /// Tests only: `hook` runs inside every later commit's pause, before the storages are written (to provoke races
+  /// exactly). Set before serving.
+  void debug_set_inside_pause(std::function<void()> hook) { debug_inside_pause_ = std::move(hook); }
   /// Corrupts one byte of a storage (tests of the checks only).
   void debug_flip_storage_byte(int rank, size_t storage, uint64_t offset);
 
@@ -126,6 +131,7 @@ class Engine {
   bool step_running_ = false;
   bool stop_ = false;
   std::string fatal_reason_;
+  std::function<void()> debug_inside_pause_;
   std::thread scheduler_;
 };
 

@@ -73,7 +73,6 @@ void CpuMode::build_rank_images(PhaseLog& log) {
 
 void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
   if (!loaded_) throw Error(ErrorKind::State, "cpu mode: prepare before the engine's native load");
-  images_version_.reset();
   if (canonical_version_ > target) {
     throw Error(ErrorKind::State, fmt::format("cpu mode: the canonical image holds {}, newer than target {} (served {})",
                                               version_string(canonical_version_), version_string(target),
@@ -87,6 +86,7 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
       plan = plan_update(store, canonical_version_, target);
       check_plan_covers(plan, canonical_);
     }
+    images_version_.reset();  // from here on the rank images are rebuilt for the target
     {
       // Stage the compressed deltas once: fault every payload page in (they are memory-mapped).
       ScopedPhase phase(log, "prepare.stage", Floor::DiskRead);
@@ -118,6 +118,7 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
     }
     canonical_version_ = target;
   }
+  images_version_.reset();
   build_rank_images(log);
   images_version_ = target;
 }

@@ -17,7 +17,7 @@ class CpuMode final : public SyncMode {
   std::string_view name() const override { return "cpu"; }
   void on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) override;
   void prepare(uint32_t served, uint32_t target, PhaseLog& log) override;
-  void discard_prepared() override { images_version_.reset(); }
+  std::optional<uint32_t> prepared_version() const override { return images_version_; }
   void preflight(uint32_t target) const override;
   void commit(StorageTarget& storages, PhaseLog& log) override;
   ModeMemory memory() const override;

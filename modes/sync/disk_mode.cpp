@@ -79,6 +79,8 @@ std::optional<DiskLineageState> DiskMode::read_state() const {
     DiskLineageState state;
     state.version = parse_version_string(j.at("version").get<std::string>(), path.string() + ": version");
     state.seeded_from = parse_version_string(j.at("seeded_from").get<std::string>(), path.string() + ": seeded_from");
+    state.store = j.at("store").get<std::string>();
+    state.digest = j.at("digest").get<std::string>();
     return state;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // an unreadable state is an unverified checkpoint: reseed
@@ -101,7 +103,9 @@ void DiskMode::write_state(const DiskLineageState& state) const {
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << nlohmann::json{{"version", version_string(state.version)},
-                          {"seeded_from", version_string(state.seeded_from)}}
+                          {"seeded_from", version_string(state.seeded_from)},
+                          {"store", state.store},
+                          {"digest", state.digest}}
                .dump(2)
         << "\n";
     if (!out) throw Error(ErrorKind::Io, fmt::format("write {}", tmp.string()));
@@ -109,6 +113,24 @@ void DiskMode::write_state(const DiskLineageState& state) const {
   fsync_path(tmp, false);
   fs::rename(tmp, dir / "state.json");
   fsync_path(dir, false);
+}
+
+std::string publication_digest(const Publication& publication) {
+  Xxh3Hasher hasher;
+  for (const auto& name : publication.tensor_names()) {  // sorted
+    const std::string line = name + "\t" + publication.expected_checksum(name) + "\n";
+    hasher.update({reinterpret_cast<const uint8_t*>(line.data()), line.size()});
+  }
+  return hasher.hex();
+}
+
+bool DiskMode::state_matches(const DiskLineageState& state, const Store& store) const {
+  if (state.store != fs::absolute(store.root()).lexically_normal().string() || !store.has(state.version)) return false;
+  try {
+    return publication_digest(Publication(store, state.version)) == state.digest;
+  } catch (const Error&) {
+    return false;  // the publication it came from is unreadable now: reseed
+  }
 }
 
 void DiskMode::on_native_load(const CheckpointReader&, uint32_t, PhaseLog&) {
@@ -141,11 +163,11 @@ void DiskMode::reseed(const Store& store, uint32_t full_version, PhaseLog& log) 
     }
   }
   for (const auto& file : files) fsync_path(checkpoint_dir() / file, false);
-  write_state(DiskLineageState{full_version, full_version});
+  write_state(DiskLineageState{full_version, full_version, fs::absolute(store.root()).lexically_normal().string(),
+                               publication_digest(full)});
 }
 
-void DiskMode::apply_plan(const UpdatePlan& plan, PhaseLog& log) {
-  const auto seeded_from = read_state()->seeded_from;
+void DiskMode::apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const Store& store, PhaseLog& log) {
   clear_state();  // from here until write_state the checkpoint is unverified (crash => reseed)
   std::set<fs::path> touched;
   {
@@ -168,16 +190,17 @@ void DiskMode::apply_plan(const UpdatePlan& plan, PhaseLog& log) {
     ScopedPhase phase(log, "prepare.fsync");
     for (const auto& path : touched) fsync_path(path, true);
   }
-  write_state(DiskLineageState{plan.to, seeded_from});
+  write_state(DiskLineageState{plan.to, seeded_from, fs::absolute(store.root()).lexically_normal().string(),
+                               publication_digest(*plan.steps.back())});
 }
 
 void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
   (void)served;
-  prepared_.reset();
   Store store(context_.store);
   auto state = read_state();
+  if (state && !state_matches(*state, store)) state.reset();  // another store, or the version was re-published
   if (state && state->version == target) {
-    prepared_ = target;  // already materialized and verified (e.g. a crash after write_state)
+    prepared_ = target;  // already materialized and verified from this very publication
     return;
   }
   std::optional<uint32_t> base;
@@ -204,8 +227,11 @@ void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
       check_plan_covers(plan, canonical_);
     }
   }
-  if (!state || state->version != *base) reseed(store, *base, log);
-  if (*base < target) apply_plan(plan, log);
+  prepared_.reset();  // everything checkable without mutation passed: the checkpoint now changes
+  const bool reuse = state && state->version == *base;
+  const uint32_t seeded_from = reuse ? state->seeded_from : *base;
+  if (!reuse) reseed(store, *base, log);
+  if (*base < target) apply_plan(plan, seeded_from, store, log);
   prepared_ = target;
 }
 

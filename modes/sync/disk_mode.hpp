@@ -11,11 +11,18 @@
 
 namespace wsb {
 
-/// Contents of <checkpoint>/.weight_sync/state.json.
+/// Contents of <checkpoint>/.weight_sync/state.json: the verified version, and what binds it to its source (the
+/// store's path and a digest of the publication's checksum map), so a checkpoint left by another store or by a
+/// re-published version is never taken for verified.
 struct DiskLineageState {
   uint32_t version = 0;
   uint32_t seeded_from = 0;
+  std::string store;   ///< absolute store root
+  std::string digest;  ///< publication_digest of `version`'s publication
 };
+
+/// xxh3-128 hex over the publication's sorted "tensor\tchecksum\n" lines: identifies its target bytes.
+std::string publication_digest(const Publication& publication);
 
 class DiskMode final : public SyncMode {
  public:
@@ -23,7 +30,7 @@ class DiskMode final : public SyncMode {
   std::string_view name() const override { return "disk"; }
   void on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) override;
   void prepare(uint32_t served, uint32_t target, PhaseLog& log) override;
-  void discard_prepared() override { prepared_.reset(); }
+  std::optional<uint32_t> prepared_version() const override { return prepared_; }
   void preflight(uint32_t target) const override;
   void commit(StorageTarget& storages, PhaseLog& log) override;
   ModeMemory memory() const override;
@@ -37,7 +44,9 @@ class DiskMode final : public SyncMode {
   void clear_state() const;
   void write_state(const DiskLineageState& state) const;
   void reseed(const Store& store, uint32_t full_version, PhaseLog& log);
-  void apply_plan(const UpdatePlan& plan, PhaseLog& log);
+  void apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const Store& store, PhaseLog& log);
+  /// True when `state` was written from `store`'s current publication of state.version.
+  bool state_matches(const DiskLineageState& state, const Store& store) const;
 
   SyncContext context_;
   std::vector<TensorSpec> canonical_;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,11 @@ class SyncMode {
   virtual void on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) = 0;
   /// Builds `target` while the engine keeps serving. Throws wsb::Error (Missing when the target is not
   /// published, Lineage/Format/Checksum/Truncated/Mismatch naming the tensor). `served` is the live version.
+  /// Everything that can be checked without mutating (source present, lineage, tensor set) is checked before the
+  /// previously prepared artefacts are touched, so such a rejection leaves prepared_version() as it was.
   virtual void prepare(uint32_t served, uint32_t target, PhaseLog& log) = 0;
-  /// Forgets a prepared version (superseded).
-  virtual void discard_prepared() = 0;
+  /// The version whose artefacts are complete and verified, if any.
+  virtual std::optional<uint32_t> prepared_version() const = 0;
   /// Checks the prepared artefacts are complete for `target`; mutates nothing. Throws Error(State).
   virtual void preflight(uint32_t target) const = 0;
   /// Copies the prepared version into the live storages (the pause). A throw here is fatal for the engine.

@@ -12,12 +12,13 @@ void SyncStateMachine::set_staging_enabled(bool enabled) {
   staging_enabled_ = enabled;
 }
 
-PrepareAction SyncStateMachine::begin_prepare(uint32_t target) {
+PrepareTicket SyncStateMachine::begin_prepare(uint32_t target) {
   std::lock_guard lock(mu_);
   const std::string t = version_string(target);
   if (!staging_enabled_) throw Error(ErrorKind::State, fmt::format("prepare {}: weight-update staging is off", t));
   if (preparing_) throw Error(ErrorKind::State, fmt::format("prepare {}: another prepare is pending", t));
-  if (prepared_ && target == *prepared_) return PrepareAction::AlreadyPrepared;
+  if (committing_) throw Error(ErrorKind::State, fmt::format("prepare {}: a commit is in progress", t));
+  if (prepared_ && target == *prepared_) return PrepareTicket{PrepareAction::AlreadyPrepared, served_};
   if (target <= served_) {
     throw Error(ErrorKind::State,
                 fmt::format("prepare {}: target is not newer than the served version {}", t, version_string(served_)));
@@ -26,30 +27,33 @@ PrepareAction SyncStateMachine::begin_prepare(uint32_t target) {
     throw Error(ErrorKind::State, fmt::format("prepare {}: target is older than the prepared version {}", t,
                                               version_string(*prepared_)));
   }
-  prepared_.reset();  // a newer target supersedes what was prepared
   preparing_ = true;
-  return PrepareAction::Build;
+  return PrepareTicket{PrepareAction::Build, served_};
 }
 
-void SyncStateMachine::finish_prepare(uint32_t target, bool ok) {
+void SyncStateMachine::finish_prepare(uint32_t target, bool ok, std::optional<uint32_t> still_prepared) {
   std::lock_guard lock(mu_);
   preparing_ = false;
-  if (ok) prepared_ = target;
+  prepared_ = ok ? std::optional<uint32_t>(target) : still_prepared;
 }
 
-void SyncStateMachine::check_commit(uint32_t target) const {
+void SyncStateMachine::begin_commit(uint32_t target) {
   std::lock_guard lock(mu_);
   const std::string t = version_string(target);
   if (preparing_) throw Error(ErrorKind::State, fmt::format("commit {}: a prepare is pending", t));
+  if (committing_) throw Error(ErrorKind::State, fmt::format("commit {}: another commit is in progress", t));
   if (!prepared_) throw Error(ErrorKind::State, fmt::format("commit {}: nothing is prepared", t));
   if (*prepared_ != target) {
     throw Error(ErrorKind::State,
                 fmt::format("commit {}: the prepared version is {}", t, version_string(*prepared_)));
   }
+  committing_ = true;
 }
 
-void SyncStateMachine::finish_commit(uint32_t target) {
+void SyncStateMachine::finish_commit(uint32_t target, bool ok) {
   std::lock_guard lock(mu_);
+  committing_ = false;
+  if (!ok) return;
   served_ = target;
   prepared_.reset();
 }

@@ -13,23 +13,34 @@ enum class PrepareAction {
   AlreadyPrepared,  ///< target == prepared: idempotent success, nothing to do
 };
 
-/// Thread-safe. Rules: prepare is rejected (Error(State)) while staging is off or another prepare is pending;
-/// target == prepared is an idempotent success; target < prepared or target <= served is rejected; target >
-/// prepared discards the prepared one. Commit is rejected while a prepare is pending and unless prepared ==
-/// target. Served version moves only in finish_commit.
+/// What begin_prepare decided, with the served version it decided against.
+struct PrepareTicket {
+  PrepareAction action = PrepareAction::Build;
+  uint32_t served = 0;
+};
+
+/// Thread-safe. Rules: prepare is rejected (Error(State)) while staging is off, another prepare is pending or a
+/// commit is in progress; target == prepared is an idempotent success; target < prepared or target <= served is
+/// rejected; target > prepared replaces the prepared one once the new build starts mutating (a prepare rejected
+/// before that — e.g. a missing source — leaves the prepared version usable). Commit is rejected while a prepare
+/// is pending, while another commit runs, and unless prepared == target. Served version moves only in
+/// finish_commit.
 class SyncStateMachine {
  public:
   explicit SyncStateMachine(uint32_t served) : served_(served) {}
 
   void set_staging_enabled(bool enabled);
   /// Throws Error(State) with the rule that refused it.
-  PrepareAction begin_prepare(uint32_t target);
-  /// Ends a Build started by begin_prepare; on success `target` becomes the prepared version.
-  void finish_prepare(uint32_t target, bool ok);
-  /// Throws Error(State) when a prepare is pending or nothing / another version is prepared.
-  void check_commit(uint32_t target) const;
-  /// Served version := target; prepared cleared.
-  void finish_commit(uint32_t target);
+  PrepareTicket begin_prepare(uint32_t target);
+  /// Ends a Build started by begin_prepare. On success `target` becomes the prepared version; on failure the
+  /// prepared version becomes `still_prepared` (what the mode still holds intact, usually the previous one).
+  void finish_prepare(uint32_t target, bool ok, std::optional<uint32_t> still_prepared);
+  /// Starts a commit. Throws Error(State) when a prepare is pending, a commit runs, or nothing / another version
+  /// is prepared. Until finish_commit, prepares are refused.
+  void begin_commit(uint32_t target);
+  /// Ends a commit: on success served := target and prepared cleared; on failure only the commit ends (the engine
+  /// stops serving).
+  void finish_commit(uint32_t target, bool ok);
 
   uint32_t served() const;
   std::optional<uint32_t> prepared() const;
@@ -40,6 +51,7 @@ class SyncStateMachine {
   uint32_t served_;
   std::optional<uint32_t> prepared_;
   bool preparing_ = false;
+  bool committing_ = false;
   bool staging_enabled_ = true;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "engine/engine.hpp"
 #include "models/core/errors.hpp"
@@ -122,6 +123,56 @@ TEST_P(EngineUpdates, MissingTargetIsRejectedAndChangesNothing) {
   engine->prepare(1);
   engine->commit(1);
   EXPECT_EQ(served(*engine), native(1));
+}
+
+TEST_P(EngineUpdates, RejectedPrepareKeepsThePreparedVersion) {
+  auto engine = boot_v0();
+  engine->prepare(1);
+  expect_rejected(*engine, 9, {ErrorKind::Missing}, "000009");
+  engine->commit(1);  // version 1 is still prepared and intact
+  EXPECT_EQ(served(*engine), native(1));
+}
+
+TEST_P(EngineUpdates, PrepareDuringCommitIsRefusedNeverMixed) {
+  // A prepare that arrives while a commit copies the prepared artefacts must be refused: it would rebuild the
+  // very images / checkpoint the commit is reading.
+  Engine engine(EngineOptions{test::tiny_profile(), 2, std::get<0>(GetParam()), store(), dir_ / "work-race", 2});
+  std::string refusal;
+  engine.debug_set_inside_pause([&] {
+    try {
+      engine.prepare(2);
+      refusal = "accepted";
+    } catch (const Error& e) {
+      refusal = e.what();
+    }
+  });
+  engine.load_native(Store(store()).update_dir(0), 0);
+  engine.prepare(1);
+  engine.commit(1);
+  EXPECT_EQ(refusal, "prepare 000002: a commit is in progress");
+  EXPECT_EQ(served(engine), native(1));
+  engine.prepare(2);  // and once the commit ended, the next update goes through
+  engine.commit(2);
+  EXPECT_EQ(served(engine), native(2));
+}
+
+TEST_P(EngineUpdates, DiskStateFromAnotherPublicationIsNotTrusted) {
+  // Prepare v1, then re-create the store with another seed at the same path: a new engine on the same workdir
+  // must not take the old materialized v1 for verified.
+  {
+    auto engine = boot(Store(store()).update_dir(0), 0);
+    engine->prepare(1);
+  }
+  std::filesystem::remove_all(store());
+  test::publish_tiny(store(), 3, kSeed + 1, std::get<1>(GetParam()));
+  counter_ -= 1;  // reuse the previous engine's workdir
+  auto engine = boot(Store(store()).update_dir(0), 0);
+  engine->prepare(1);
+  engine->commit(1);
+  const auto dir = dir_ / "native-other-seed";
+  write_full_checkpoint(test::tiny_profile(), kSeed + 1, 1, std::nullopt, dir);
+  auto reference = boot(dir, 1);
+  EXPECT_EQ(served(*engine), served(*reference));
 }
 
 /// Bad publications: each must fail prepare naming the tensor/field, change nothing, and a later good prepare

@@ -20,11 +20,11 @@ std::string state_error(const std::function<void()>& fn) {
 
 TEST(SyncStateMachine, FirstPrepareBuildsAndSecondSameTargetIsIdempotent) {
   SyncStateMachine sm(0);
-  EXPECT_EQ(sm.begin_prepare(1), PrepareAction::Build);
+  EXPECT_EQ(sm.begin_prepare(1).action, PrepareAction::Build);
   EXPECT_TRUE(sm.preparing());
-  sm.finish_prepare(1, true);
+  sm.finish_prepare(1, true, 1);
   EXPECT_EQ(sm.prepared(), 1u);
-  EXPECT_EQ(sm.begin_prepare(1), PrepareAction::AlreadyPrepared);
+  EXPECT_EQ(sm.begin_prepare(1).action, PrepareAction::AlreadyPrepared);
   EXPECT_FALSE(sm.preparing());
 }
 
@@ -39,24 +39,47 @@ TEST(SyncStateMachine, RejectsTargetNotNewerThanServed) {
 TEST(SyncStateMachine, RejectsOlderThanPreparedAndSupersedesWithNewer) {
   SyncStateMachine sm(0);
   sm.begin_prepare(2);
-  sm.finish_prepare(2, true);
+  sm.finish_prepare(2, true, 2);
   EXPECT_EQ(state_error([&] { sm.begin_prepare(1); }),
             "prepare 000001: target is older than the prepared version 000002");
   EXPECT_EQ(sm.prepared(), 2u);
-  EXPECT_EQ(sm.begin_prepare(3), PrepareAction::Build);
-  EXPECT_EQ(sm.prepared(), std::nullopt);  // superseded prepared version discarded
-  sm.finish_prepare(3, true);
-  EXPECT_EQ(state_error([&] { sm.check_commit(2); }), "commit 000002: the prepared version is 000003");
+  EXPECT_EQ(sm.begin_prepare(3).action, PrepareAction::Build);
+  sm.finish_prepare(3, true, 3);  // superseded prepared version replaced
+  EXPECT_EQ(state_error([&] { sm.begin_commit(2); }), "commit 000002: the prepared version is 000003");
 }
 
 TEST(SyncStateMachine, RejectsConcurrentPrepareAndCommitWhilePreparing) {
   SyncStateMachine sm(0);
   sm.begin_prepare(1);
   EXPECT_EQ(state_error([&] { sm.begin_prepare(2); }), "prepare 000002: another prepare is pending");
-  EXPECT_EQ(state_error([&] { sm.check_commit(1); }), "commit 000001: a prepare is pending");
-  sm.finish_prepare(1, false);
+  EXPECT_EQ(state_error([&] { sm.begin_commit(1); }), "commit 000001: a prepare is pending");
+  sm.finish_prepare(1, false, std::nullopt);
   EXPECT_EQ(sm.prepared(), std::nullopt);  // a failed prepare prepares nothing
-  EXPECT_EQ(state_error([&] { sm.check_commit(1); }), "commit 000001: nothing is prepared");
+  EXPECT_EQ(state_error([&] { sm.begin_commit(1); }), "commit 000001: nothing is prepared");
+}
+
+TEST(SyncStateMachine, RejectedPrepareKeepsWhatTheModeStillHolds) {
+  SyncStateMachine sm(0);
+  sm.begin_prepare(1);
+  sm.finish_prepare(1, true, 1);
+  sm.begin_prepare(9);  // e.g. 9 is not published: the mode refuses before touching version 1's artefacts
+  sm.finish_prepare(9, false, 1);
+  EXPECT_EQ(sm.prepared(), 1u);
+  sm.begin_commit(1);
+  sm.finish_commit(1, true);
+  EXPECT_EQ(sm.served(), 1u);
+}
+
+TEST(SyncStateMachine, NoPrepareOrSecondCommitWhileACommitRuns) {
+  SyncStateMachine sm(0);
+  sm.begin_prepare(1);
+  sm.finish_prepare(1, true, 1);
+  sm.begin_commit(1);
+  EXPECT_EQ(state_error([&] { sm.begin_prepare(2); }), "prepare 000002: a commit is in progress");
+  EXPECT_EQ(state_error([&] { sm.begin_commit(1); }), "commit 000001: another commit is in progress");
+  sm.finish_commit(1, false);  // a failed commit ends without moving the served version
+  EXPECT_EQ(sm.served(), 0u);
+  EXPECT_EQ(sm.begin_prepare(2).action, PrepareAction::Build);
 }
 
 TEST(SyncStateMachine, StagingOffRejectsPrepare) {
@@ -68,10 +91,10 @@ TEST(SyncStateMachine, StagingOffRejectsPrepare) {
 TEST(SyncStateMachine, CommitMovesServedOnlyWhenFinished) {
   SyncStateMachine sm(0);
   sm.begin_prepare(1);
-  sm.finish_prepare(1, true);
-  sm.check_commit(1);
+  sm.finish_prepare(1, true, 1);
+  sm.begin_commit(1);
   EXPECT_EQ(sm.served(), 0u);
-  sm.finish_commit(1);
+  sm.finish_commit(1, true);
   EXPECT_EQ(sm.served(), 1u);
   EXPECT_EQ(sm.prepared(), std::nullopt);
 }
