@@ -17,11 +17,13 @@ fs::path default_profiles_dir() {
 }
 
 int cmd_models(const fs::path& profiles_dir, int tp) {
-  std::cout << fmt::format("# {:<24} {:<8} {:<6} {:>9} {:>16} {:>16}  {}\n", "profile", "family", "quant", "tensors",
+  const auto profiles = list_profiles(profiles_dir);  // errors before any output
+  std::cout << fmt::format("# {:<24} {:<12} {:<12} {:>9} {:>16} {:>16}  {}\n", "profile", "family", "quant", "tensors",
                            "canonical", fmt::format("per-rank tp{}", tp), "notes");
-  std::cout << fmt::format("# {:<24} {:<8} {:<6} {:>9} {:>16} {:>16}\n", "", "", "", "(count)", "(bytes)", "(bytes)");
-  for (const auto& profile : list_profiles(profiles_dir)) {
+  std::cout << fmt::format("# {:<24} {:<12} {:<12} {:>9} {:>16} {:>16}\n", "", "", "", "(count)", "(bytes)", "(bytes)");
+  for (const auto& profile : profiles) {
     std::string per_rank;
+    std::string notes = profile.tiny ? "CI preset" : "";
     try {
       const auto layouts = build_rank_layouts(profile, tp);
       uint64_t lo = layouts[0].bytes(), hi = lo;
@@ -32,10 +34,11 @@ int cmd_models(const fs::path& profiles_dir, int tp) {
       per_rank = lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi);
     } catch (const std::exception& e) {
       per_rank = "n/a";
+      notes = e.what();  // e.g. the dimension tp does not divide
     }
-    std::cout << fmt::format("  {:<24} {:<8} {:<6} {:>9} {:>16} {:>16}  {}\n", profile.id, profile.family,
+    std::cout << fmt::format("  {:<24} {:<12} {:<12} {:>9} {:>16} {:>16}  {}\n", profile.id, profile.family,
                              profile.quantization, profile.canonical_tensors().size(), profile.canonical_bytes(),
-                             per_rank, profile.tiny ? "CI preset" : "");
+                             per_rank, notes);
   }
   return 0;
 }

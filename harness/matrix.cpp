@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <limits>
+#include <type_traits>
 #include <regex>
 #include <set>
 
@@ -25,10 +27,24 @@ const std::set<std::string> kEncodings{"xor", "overwrite"};
 
 template <typename T>
 T get_field(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  const auto& v = j.at(key);
+  // Integers must be JSON integers in range: 1.7 is not a TP size and -1 is not a seed.
+  if constexpr (std::is_integral_v<T>) {
+    if (!v.is_number_integer()) fail(where, fmt::format("field '{}' must be an integer, got {}", key, v.dump()));
+    if constexpr (std::is_unsigned_v<T>) {
+      if (!v.is_number_unsigned()) fail(where, fmt::format("field '{}' must be >= 0, got {}", key, v.dump()));
+      if (v.get<uint64_t>() > std::numeric_limits<T>::max()) fail(where, fmt::format("field '{}' is too large", key));
+    } else {
+      const int64_t x = v.get<int64_t>();
+      if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) {
+        fail(where, fmt::format("field '{}' is out of range: {}", key, x));
+      }
+    }
+  }
   try {
-    return j.at(key).get<T>();
+    return v.get<T>();
   } catch (const nlohmann::json::exception&) {
-    fail(where, fmt::format("field '{}' has the wrong type ({})", key, j.at(key).type_name()));
+    fail(where, fmt::format("field '{}' has the wrong type ({})", key, v.type_name()));
   }
 }
 
@@ -62,12 +78,16 @@ void validate(const MatrixCell& cell, const std::string& where) {
   if (!kEncodings.contains(cell.encoding)) fail(where, fmt::format("field 'encoding': unknown '{}'", cell.encoding));
   if (cell.tp < 1 || cell.tp > 64) fail(where, fmt::format("field 'tp' must be 1..64, got {}", cell.tp));
   if (cell.n < 1 || cell.n > 1000) fail(where, fmt::format("field 'n' must be 1..1000, got {}", cell.n));
-  if (cell.publish_versions < 1) fail(where, "field 'publish_versions' must be >= 1");
+  if (cell.publish_versions < 1 || cell.publish_versions > 100) {
+    fail(where, fmt::format("field 'publish_versions' must be 1..100, got {}", cell.publish_versions));
+  }
   if (cell.target < 1 || cell.target > cell.publish_versions) {
     fail(where, fmt::format("field 'target' must be 1..publish_versions ({}), got {}", cell.publish_versions,
                             cell.target));
   }
-  if (cell.density && (*cell.density < 0 || *cell.density > 1)) fail(where, "field 'density' must be in [0, 1]");
+  if (cell.density && (*cell.density <= 0 || *cell.density > 1)) {
+    fail(where, "field 'density' must be in (0, 1]: a zero density publishes identity deltas");
+  }
   if (cell.layers && *cell.layers < 1) fail(where, "field 'layers' must be >= 1");
   if (cell.prepare_threads < 1) fail(where, "field 'prepare_threads' must be >= 1");
   if (cell.floor_bytes < (1u << 20)) fail(where, "field 'floor_bytes' must be >= 1 MiB");

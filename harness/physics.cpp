@@ -82,7 +82,7 @@ FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes
   floors.host_memcpy_threads = threads;
   floors.host_memcpy_bytes = bytes;
   floors.host_memcpy_gbps = measure_host_memcpy_gbps(bytes, threads);
-  floors.disk_read_bytes = bytes;
+  floors.disk_read_bytes = align_up(bytes, 4 << 20);  // written and read in whole 4 MiB chunks
   floors.disk_path = dir.string();
   floors.disk_read_gbps = measure_disk_read_gbps(dir, bytes, &floors.disk_read_cold);
   return floors;

@@ -146,7 +146,6 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
                fmt::format("v0 fingerprint {} vs previous trial {}", fp0, in.previous_v0_fingerprint));
   }
   in.previous_v0_fingerprint = fp0;
-  const Checksums checksums0 = client.storage_checksums();
   const auto pointers0 = client.storage_pointers();
   checks.add("update_changes_fingerprint", fp0 != in.target.fingerprint,
              fmt::format("v0 {} vs target {}", fp0, in.target.fingerprint));
@@ -253,7 +252,6 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
                          fp_after == in.target.fingerprint;
   checks.add("missing_target_rejected", missing_ok && unchanged,
              missing_ok && !unchanged ? "rejected but version/checksums/fingerprint changed" : missing_detail);
-  (void)checksums0;
 
   nlohmann::json times{{"native_load", native_load_s}};
   if (update_error.empty()) {

@@ -13,6 +13,8 @@
 
 #include "harness/context.hpp"
 #include "models/core/errors.hpp"
+#include "models/layout/tp_layout.hpp"
+#include "models/profile/profile.hpp"
 
 extern char** environ;
 
@@ -59,6 +61,20 @@ std::string spawn_and_wait(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, const fs::path& profiles_dir) {
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto& cell = cells[i];
+    try {
+      ModelProfile profile = find_profile(cell.model, profiles_dir);
+      if (cell.layers) profile = scale_profile(profile, ProfileScale{cell.layers});
+      build_rank_layouts(profile, cell.tp);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::Format,
+                  fmt::format("{}: cell '{}': {}", matrix.path.string(), cell.id, e.what()));
+    }
+  }
+}
+
 nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
   Matrix matrix = load_matrix(options.matrix_path);
   auto cells = filter_cells(matrix.cells, options.filter);
@@ -66,6 +82,7 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
     throw Error(ErrorKind::Format, fmt::format("--filter '{}' selects no cell of {}", options.filter,
                                                options.matrix_path.string()));
   }
+  check_cells(matrix, cells, options.profiles_dir);  // a bad model/tp/scale fails here, before any child runs
   fs::create_directories(options.out_dir / "cells");
   nlohmann::json results{{"schema_version", 1},
                          {"tool", "wsbench"},

@@ -23,7 +23,11 @@ struct RunOptions {
 std::vector<std::string> cell_command(const MatrixCell& cell, const std::filesystem::path& self, const RunOptions& options,
                                       const std::filesystem::path& cell_out, const std::filesystem::path& workdir);
 
-/// Runs the matrix; returns results.json's object. A child that dies or writes no result yields a failed cell
+/// Checks that every cell's profile exists and its scale and TP size fit. Throws Error(Format) naming the matrix,
+/// the cell and the reason.
+void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, const std::filesystem::path& profiles_dir);
+
+/// Runs the matrix (after check_cells); returns results.json's object. A child that dies or writes no result yields a failed cell
 /// with the exit status as reason.
 nlohmann::json run_matrix(const RunOptions& options, const std::filesystem::path& self);
 

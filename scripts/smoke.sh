@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+WSBENCH_TARGETS=wsbench scripts/build.sh
 exec build/wsbench run matrices/smoke.json --out results/smoke "$@"

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   publish->add_option("--layers", publish_args.layers, "keep only the first N layers");
   publish->add_flag("--fsync", publish_args.fsync, "fsync every shard");
 
-  fs::path run_matrix, run_out = "results";
+  fs::path run_matrix, run_out = "results";  // OUT/results.json, OUT/report.md, OUT/cells/, OUT/work/
   std::string run_filter;
   bool keep = false;
   auto* run = app.add_subcommand("run", "run a matrix: every cell in a fresh process; results.json, report.md, tables");
@@ -52,9 +52,12 @@ int main(int argc, char** argv) {
   uint64_t physics_bytes = 256ull << 20;
   int physics_threads = 2;
   auto* physics = app.add_subcommand("physics", "measure the physical floors of this machine");
-  physics->add_option("--dir", physics_dir, "folder whose filesystem is read (the store's)");
-  physics->add_option("--bytes", physics_bytes, "buffer size in bytes");
-  physics->add_option("--threads", physics_threads, "memcpy threads (the prepare thread count)");
+  physics->add_option("--dir", physics_dir, "existing folder whose filesystem is read (the store's)")
+      ->check(CLI::ExistingDirectory);
+  physics->add_option("--bytes", physics_bytes, "buffer size in bytes, a multiple of 4 MiB")
+      ->check(CLI::Range(uint64_t{4} << 20, uint64_t{1} << 40));
+  physics->add_option("--threads", physics_threads, "memcpy threads (the prepare thread count)")
+      ->check(CLI::Range(1, 1024));
 
   std::vector<fs::path> report_inputs;
   fs::path report_md;

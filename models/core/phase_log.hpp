@@ -1,6 +1,6 @@
 #pragma once
 // Timed phases of one prepare / commit / load, each with a byte count and the physical floor it is judged
-// against. Every arrow of DESIGN.md's data flow is one phase.
+// against. Every arrow of docs/design.md's data flow is one phase.
 #include <chrono>
 #include <cstdint>
 #include <mutex>

@@ -1,5 +1,5 @@
 #pragma once
-// One stored-code step that always lands on a valid code (DESIGN.md, "Synthetic publisher": E4M3 mantissa, E2M1
+// One stored-code step that always lands on a valid code (docs/design.md, "Synthetic publisher": E4M3 mantissa, E2M1
 // magnitude, E8M0 exponent never 0xFF). The synthetic publisher moves a selected value with these; applying a step
 // twice returns to the start except at the top codes, so repeated versions never drift far from v0.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Delta payload encodings of the publication format (DESIGN.md, compatible with the Stitch/SGLang-fork layout):
+// Delta payload encodings of the publication format (docs/design.md, compatible with the Stitch/SGLang-fork layout):
 //  xor:       zstd( mask ), mask length == tensor byte length, target = base ^ mask
 //  overwrite: zstd( u32 count | count x u32 byte position (strictly increasing, < size) | count x u8 value ),
 //             little-endian, nothing after the values.

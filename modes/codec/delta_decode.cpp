@@ -1,4 +1,4 @@
-// decode_delta: decompression plus every structural rule of the xor / overwrite payloads (DESIGN.md,
+// decode_delta: decompression plus every structural rule of the xor / overwrite payloads (docs/design.md,
 // "Publication format").
 #include <fmt/format.h>
 

@@ -24,6 +24,13 @@ void check_range(const PublishOptions& options, const Store& store) {
                                                options.last_version));
   }
   version_string(options.last_version);  // throws when beyond six digits
+  // One writer (and one shard of compressed payloads) is open per version while tensors stream through.
+  constexpr uint32_t kMaxVersionsPerCall = 256;
+  if (options.last_version - options.first_version + 1 > kMaxVersionsPerCall) {
+    throw Error(ErrorKind::Format, fmt::format("publish into {}: {} versions in one call, at most {}",
+                                               store.root().string(),
+                                               options.last_version - options.first_version + 1, kMaxVersionsPerCall));
+  }
   for (uint32_t v = options.first_version; v <= options.last_version; ++v) {
     std::error_code ec;
     if (std::filesystem::exists(store.update_dir(v), ec)) {
@@ -77,7 +84,17 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
   const std::vector<TensorSpec> tensors = profile.canonical_tensors();
 
   std::unique_ptr<Publication> base;
-  if (first > 0) base = std::make_unique<Publication>(store, first - 1);
+  if (first > 0) {
+    base = std::make_unique<Publication>(store, first - 1);
+    // Appending must continue the same model: a scaled or different profile would publish a partial delta.
+    const auto published = base->tensor_names();
+    if (published.size() != tensors.size()) {
+      throw Error(ErrorKind::Mismatch,
+                  fmt::format("cannot append to {}: version {} holds {} tensors, profile '{}' has {}",
+                              options.store.string(), version_string(first - 1), published.size(), profile.id,
+                              tensors.size()));
+    }
+  }
 
   std::vector<PublicationStats> stats(last - first + 1);
   std::vector<std::unique_ptr<PublicationWriter>> writers;

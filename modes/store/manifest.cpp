@@ -1,4 +1,4 @@
-// Publication manifest rules (DESIGN.md "Publication format"; metadata field names as in the Stitch/SGLang-fork
+// Publication manifest rules (docs/design.md "Publication format"; metadata field names as in the Stitch/SGLang-fork
 // layout) and the naming helpers shared by readers and writers.
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Opening a publication: every consistency rule of the format is checked before any byte is used
-// (DESIGN.md "Publication format").
+// (docs/design.md "Publication format").
 #include "modes/store/publication.hpp"
 
 #include <set>

@@ -1,4 +1,4 @@
-// Delta lineage planning (DESIGN.md "Publication format", Lineage): every step from+1..to is a DELTA whose
+// Delta lineage planning (docs/design.md "Publication format", Lineage): every step from+1..to is a DELTA whose
 // base_version is the previous version; the plan hash lets TP ranks agree before anything is mutated.
 #include <openssl/evp.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// cpu mode (DESIGN.md): one canonical image per host and one rank image per TP rank; prepare stages the
+// cpu mode (docs/design.md): one canonical image per host and one rank image per TP rank; prepare stages the
 // compressed deltas once, folds them in canonical space, verifies every checksum, then runs every tensor through
 // the ordinary loader into the rank images; commit only copies rank images into the live storages.
 #include <map>

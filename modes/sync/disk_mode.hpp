@@ -1,5 +1,5 @@
 #pragma once
-// disk mode (DESIGN.md): prepare materializes a complete, verified, mutable checkpoint on local disk (seeded from
+// disk mode (docs/design.md): prepare materializes a complete, verified, mutable checkpoint on local disk (seeded from
 // the newest FULL publication or the previously applied version, deltas folded tensor by tensor, each target
 // checksum verified, written, fsynced; lineage state cleared before mutation and written after). Commit is a
 // complete native reload from that directory into the same storages, with one storage of staging memory.

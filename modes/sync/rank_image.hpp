@@ -1,6 +1,6 @@
 #pragma once
 // A rank image: a host copy of every runtime storage of one TP rank, laid out exactly as the engine lays out
-// its storages (DESIGN.md: 64 B aligned segments, 4 KiB aligned image).
+// its storages (docs/design.md: 64 B aligned segments, 4 KiB aligned image).
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// The prepare/commit state machine shared by every sync mode (DESIGN.md "Sync modes"; the rules of the
+// The prepare/commit state machine shared by every sync mode (docs/design.md "Sync modes"; the rules of the
 // SGLang-fork's /prepare_weight_update and /commit_weight_update).
 #include <cstdint>
 #include <mutex>

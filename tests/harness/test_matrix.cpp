@@ -37,7 +37,15 @@ TEST(Matrix, ErrorsNameCellAndField) {
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "ram"}]})")),
             "m.json: cell 0: field 'mode': unknown mode 'ram' (disk, cpu)");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"id": "c", "model": "a", "mode": "cpu", "tp": "2"}]})")),
-            "m.json: cell 0 (c): field 'tp' has the wrong type (string)");
+            "m.json: cell 0 (c): field 'tp' must be an integer, got \"2\"");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "tp": 1.7}]})")),
+            "m.json: cell 0: field 'tp' must be an integer, got 1.7");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "seed": -1}]})")),
+            "m.json: cell 0: field 'seed' must be >= 0, got -1");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "publish_versions": 999999}]})")),
+            "m.json: cell 0: field 'publish_versions' must be 1..100, got 999999");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 0}]})")),
+            "m.json: cell 0: field 'density' must be in (0, 1]: a zero density publishes identity deltas");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "n": 0}]})")),
             "m.json: cell 0: field 'n' must be 1..1000, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "target": 4}]})")),

@@ -1,4 +1,4 @@
-// Delta payload codec: round trips, folding, involution and every structural rejection (DESIGN.md
+// Delta payload codec: round trips, folding, involution and every structural rejection (docs/design.md
 // "Publication format": xor / overwrite payloads, one zstd frame declaring its content size).
 #include <gtest/gtest.h>
 #include <zstd.h>

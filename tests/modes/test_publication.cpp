@@ -1,4 +1,4 @@
-// Publication validation (DESIGN.md "Publication format") on publications written by hand with SafetensorsWriter
+// Publication validation (docs/design.md "Publication format") on publications written by hand with SafetensorsWriter
 // and write_checkpoint_index, the update planner, and PublicationWriter.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-// Rules of the prepare/commit state machine (DESIGN.md "Sync modes").
+// Rules of the prepare/commit state machine (docs/design.md "Sync modes").
 #include <gtest/gtest.h>
 
 #include "models/core/errors.hpp"

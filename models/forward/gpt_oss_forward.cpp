@@ -1,0 +1,145 @@
+// gpt_oss reference forward: GQA with sinks and alternating sliding windows, MXFP4 experts with biases (contract:
+// moe_forward.hpp; storages: models/layout/moe_layout.hpp).
+#include <cmath>
+
+#include "models/forward/dense_ops.hpp"
+#include "models/forward/moe_blocks.hpp"
+#include "models/forward/moe_forward.hpp"
+#include "models/forward/moe_ops.hpp"
+#include "models/layout/moe_layout.hpp"
+#include "models/profile/llama_family.hpp"
+#include "models/profile/moe_family.hpp"
+
+namespace wsb {
+
+namespace {
+
+class GptOssForward final : public MoeForwardBase {
+ public:
+  GptOssForward(const ModelProfile& p, const std::vector<RankLayout>& layouts,
+                const std::vector<RankStorageView>& storages);
+
+ private:
+  struct Layer {
+    StorageRef input_norm, post_norm, o_bias;
+    GqaRank attn;
+    QuantLinear router;
+    StorageRef router_bias;
+    QuantLinear w13, w2;
+    StorageRef w13_bias, w2_bias;
+  };
+
+  void layer(MoeSequence& s, int layer) const override;
+  /// One rank's MoE: s.partial = sum over the chosen experts (ascending id) of weight * (w2 @ act), without the
+  /// down_proj bias; for rank 0 also s.d = sum of weight * down_proj bias (added after the reduction).
+  void experts(MoeSequence& s, const Layer& w, int rank) const;
+
+  std::vector<std::vector<Layer>> ranks_;  // [rank][layer]
+  std::vector<RankSlice> inter_;           // [rank] expert intermediate slice
+  GqaParams attn_;
+};
+
+GptOssForward::GptOssForward(const ModelProfile& p, const std::vector<RankLayout>& layouts,
+                             const std::vector<RankStorageView>& storages)
+    : MoeForwardBase(p, layouts, storages) {
+  const ModelDims& d = dims_;
+  const int64_t h = d.hidden, hd = d.head_dim, e = d.experts;
+  attn_ = GqaParams{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0,
+                    static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.head_dim))), kern_};
+  // transformers GptOssRotaryEmbedding without YaRN (moe_forward.hpp): inv_freq over head_dim; _apply_rotary_emb
+  // rotates the two halves of each head, as apply_rope does.
+  set_inv_freq(rope_inv_freq(d.rope_theta, d.head_dim));
+  need_buffer(h);
+  for (int r = 0; r < tp_; ++r) {
+    const LlamaRankHeads heads = llama_rank_heads(d, tp_, r);
+    const int64_t q_rows = heads.q_heads * hd, qkv_rows = q_rows + 2 * int64_t{heads.kv_heads} * hd;
+    const RankSlice im = gpt_oss_intermediate_slice(d, tp_, r);
+    inter_.push_back(im);
+    need_buffer(std::max({qkv_rows, 2 * im.padded, e}));
+    std::vector<Layer> layers;
+    for (int l = 0; l < d.layers; ++l) {
+      auto n = [l](std::string_view leaf) { return llama_layer_name(l, leaf); };
+      Layer w;
+      w.input_norm = require_storage(ref(r, n("input_layernorm.weight")), p.dtype, {h});
+      w.post_norm = require_storage(ref(r, n("post_attention_layernorm.weight")), p.dtype, {h});
+      w.attn.heads = heads;
+      w.attn.qkv = dense_linear(ref(r, n("self_attn.qkv_proj.weight")), qkv_rows, h);
+      w.attn.qkv_bias = require_storage(ref(r, n("self_attn.qkv_proj.bias")), p.dtype, {qkv_rows});
+      w.attn.o = dense_linear(ref(r, n("self_attn.o_proj.weight")), h, q_rows);
+      w.attn.sinks = require_storage(ref(r, n("self_attn.sinks")), p.dtype, {heads.q_heads});
+      w.o_bias = require_storage(ref(r, n("self_attn.o_proj.bias")), p.dtype, {h});
+      w.router = dense_linear(ref(r, n("mlp.router.weight")), e, h);
+      w.router_bias = require_storage(ref(r, n("mlp.router.bias")), p.dtype, {e});
+      w.w13 = mxfp4_linear(ref(r, n("mlp.experts.w13_weight")), ref(r, n("mlp.experts.w13_weight_scale")),
+                           2 * im.length, h);
+      w.w13_bias = require_storage(ref(r, n("mlp.experts.w13_bias")), p.dtype, {e, 2 * im.padded});
+      w.w2 = mxfp4_linear(ref(r, n("mlp.experts.w2_weight")), ref(r, n("mlp.experts.w2_weight_scale")), h,
+                          im.length);
+      w.w2_bias = require_storage(ref(r, n("mlp.experts.w2_bias")), p.dtype, {e, h});
+      layers.push_back(w);
+    }
+    ranks_.push_back(std::move(layers));
+  }
+}
+
+void GptOssForward::experts(MoeSequence& s, const Layer& w, int rank) const {
+  const ModelDims& d = dims_;
+  const RankSlice& im = inter_[static_cast<size_t>(rank)];
+  linear_matvec(w.router, 0, s.h.data(), s.router.data(), s.scratch.data());
+  kern_->load_row(w.router_bias.data, 0, d.experts, s.router_bias.data());
+  for (int i = 0; i < d.experts; ++i) s.router[static_cast<size_t>(i)] += s.router_bias[static_cast<size_t>(i)];
+  softmax_topk_route(s.router.data(), d.experts, d.top_k, s.experts.data(), s.weights.data());
+  sort_selected_by_expert(s, d.top_k);
+  std::fill(s.routed.begin(), s.routed.end(), 0.0f);
+  if (rank == 0) std::fill(s.d.begin(), s.d.begin() + d.hidden, 0.0f);
+  for (int j = 0; j < d.top_k; ++j) {
+    const int e = s.experts[static_cast<size_t>(j)];
+    const float weight = s.weights[static_cast<size_t>(j)];
+    float* gate_up = s.a.data();  // interleaved rows: 2j gate, 2j + 1 up
+    linear_matvec(w.w13, e, s.h.data(), gate_up, s.scratch.data());
+    kern_->load_row(w.w13_bias.data, e, 2 * im.padded, s.c.data());
+    for (int64_t i = 0; i < 2 * im.length; ++i) gate_up[i] += s.c[static_cast<size_t>(i)];
+    clamped_swiglu_interleaved(gate_up, im.length, static_cast<float>(d.swiglu_limit), s.b.data());
+    linear_matvec(w.w2, e, s.b.data(), s.expert_out.data(), s.scratch.data());
+    for (size_t i = 0; i < s.routed.size(); ++i) s.routed[i] += s.expert_out[i] * weight;
+    if (rank == 0) {
+      kern_->load_row(w.w2_bias.data, e, d.hidden, s.c.data());
+      for (int i = 0; i < d.hidden; ++i) s.d[static_cast<size_t>(i)] += s.c[static_cast<size_t>(i)] * weight;
+    }
+  }
+  s.partial = s.routed;
+}
+
+void GptOssForward::layer(MoeSequence& s, int l) const {
+  GqaParams params = attn_;
+  params.window = gpt_oss_is_sliding(l) ? dims_.sliding_window : 0;
+  for (int r = 0; r < tp_; ++r) {
+    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
+    const size_t cache = static_cast<size_t>(r) * static_cast<size_t>(dims_.layers) + static_cast<size_t>(l);
+    rms(s, s.x.data(), w.input_norm, dims_.hidden, s.h.data());
+    gqa_attention_partial(params, w.attn, s.k[cache], s.v[cache], s);
+    reduce(s, r);
+  }
+  // Row-parallel bias: once, after the reduction (rank 0's copy).
+  const Layer& first = ranks_[0][static_cast<size_t>(l)];
+  kern_->load_row(first.o_bias.data, 0, dims_.hidden, s.c.data());
+  for (int i = 0; i < dims_.hidden; ++i) s.sum[static_cast<size_t>(i)] += s.c[static_cast<size_t>(i)];
+  add_residual(s);
+  for (int r = 0; r < tp_; ++r) {
+    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
+    rms(s, s.x.data(), w.post_norm, dims_.hidden, s.h.data());
+    experts(s, w, r);
+    reduce(s, r);
+  }
+  for (int i = 0; i < dims_.hidden; ++i) s.sum[static_cast<size_t>(i)] += s.d[static_cast<size_t>(i)];
+  add_residual(s);
+}
+
+}  // namespace
+
+std::unique_ptr<ForwardModel> make_gpt_oss_forward(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
+                                                   const std::vector<RankStorageView>& storages) {
+  return std::make_unique<GptOssForward>(profile, layouts, storages);
+}
+
+}  // namespace wsb

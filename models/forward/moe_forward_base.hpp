@@ -1,0 +1,87 @@
+#pragma once
+// Skeleton shared by the reference forward passes of the MoE families (glm4_moe, deepseek_v3, gpt_oss): input
+// checks, storage lookup, per-sequence state, vocab-parallel embedding and lm_head, RMSNorm over a rank's copy of a
+// norm weight, and the rank-ordered reduction. TP ranks are emulated in one thread exactly like the llama family
+// (llama_forward.hpp): each rank computes its partial sums from its own storages, partials are reduced in rank
+// order (sum = ((p0 + p1) + p2) + ...), every sum runs in a fixed order, so logits are bitwise reproducible and
+// each sequence is computed alone (batch invariance).
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/forward/forward.hpp"
+#include "models/forward/quant_linear.hpp"
+#include "models/forward/weight_kernels.hpp"
+
+namespace wsb {
+
+/// KV caches of every (rank, layer) and per-step scratch, so a step allocates nothing once the caches reserved
+/// enough rows.
+class MoeSequence final : public SequenceState {
+ public:
+  int64_t position() const override { return pos; }
+
+  const void* owner = nullptr;
+  int64_t pos = 0;
+  std::vector<std::vector<float>> k, v;  ///< [rank * layers + layer], position-major rows (family-defined width)
+  std::vector<float> x, h, sum, partial, routed, expert_out;  ///< hidden wide
+  std::vector<float> norm_w;                                  ///< widest RMSNorm weight
+  std::vector<float> a, b, c, d, scratch;                     ///< MoeForwardBase::buffer_floats() each
+  std::vector<float> router, router_bias, router_scratch, weights;  ///< experts wide (scratch: 2 * experts)
+  std::vector<int> experts;                                   ///< top_k wide
+  std::vector<float> scores, cos, sin;
+};
+
+class MoeForwardBase : public ForwardModel {
+ public:
+  std::unique_ptr<SequenceState> new_sequence() const override;
+  /// Embedding (only the rank owning the token's row contributes it), layer(s, l) for every layer, final norm and
+  /// lm_head per rank into its vocab slice, then the position advances. Throws as forward.hpp states.
+  void step(SequenceState& seq, int32_t token, std::vector<float>& logits) const override;
+  int vocab() const override { return dims_.vocab; }
+
+ protected:
+  /// Checks `layouts` and `storages` against build_rank_layouts(profile, layouts.size()): rank numbering, storage
+  /// names, dtypes, shapes and transforms, and every view's byte size. Throws Error(Mismatch) naming the profile,
+  /// rank and storage; whatever build_rank_layouts throws for an unsupported tp.
+  MoeForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
+                 const std::vector<RankStorageView>& storages);
+
+  /// One decoder layer: attention and MLP, each adding its reduced output to s.x.
+  virtual void layer(MoeSequence& s, int layer) const = 0;
+
+  /// Storage `name` (runtime name, no tensor prefix) of `rank`. Throws Error(Missing) naming it.
+  StorageRef ref(int rank, const std::string& name) const;
+  /// out[0..n) = RMSNorm(x) with the n-wide norm weight `w` (widened to float32 into s.norm_w), eps dims.rms_eps.
+  void rms(MoeSequence& s, const float* x, const StorageRef& w, int64_t n, float* out) const;
+  /// s.sum (+)= s.partial: rank 0 assigns, later ranks add.
+  void reduce(MoeSequence& s, int rank) const;
+  /// s.x += s.sum (the residual connection after attention or MLP).
+  void add_residual(MoeSequence& s) const;
+  /// Rotary inverse frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each).
+  void set_inv_freq(std::vector<float> inv_freq) { inv_freq_ = std::move(inv_freq); }
+  /// Grows the a/b/c/d/scratch buffers of new sequences to at least n floats.
+  void need_buffer(int64_t n) { buffer_floats_ = std::max(buffer_floats_, n); }
+  /// Grows s.norm_w to at least n floats.
+  void need_norm(int64_t n) { norm_floats_ = std::max(norm_floats_, n); }
+
+  std::string id_;
+  ModelDims dims_;
+  int tp_;
+  std::vector<RankLayout> layouts_;
+  std::vector<RankStorageView> views_;
+  const WeightKernels* kern_;  ///< kernels of the unquantized weight dtype (profile.dtype)
+
+ private:
+  struct Ends {
+    StorageRef embed, norm, lm_head;
+  };
+  std::vector<Ends> ends_;
+  std::vector<float> inv_freq_;
+  int64_t vocab_rows_ = 0;
+  int64_t buffer_floats_ = 0;
+  int64_t norm_floats_ = 0;
+};
+
+}  // namespace wsb
