@@ -1,6 +1,6 @@
 #pragma once
 // The results schema written by the harness (results.json) and read by every report command.
-// Field names follow the schema agreed with the harness (DESIGN.md "Reports"); schema_version 1.
+// Field names follow the schema agreed with the harness (docs/design.md "Reports"); schema_version 1.
 // Every struct keeps the JSON keys it does not know in `extra`, so a file written by a newer harness or by
 // another engine adapter survives load -> save unchanged.
 #include <cstdint>
