@@ -19,7 +19,11 @@ namespace {
 
 MoeForwardBase::MoeForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                const std::vector<RankStorageView>& storages)
-    : id_(p.id), dims_(p.dims), tp_(static_cast<int>(layouts.size())), views_(storages), kern_(&weight_kernels(p.dtype)) {
+    : id_(p.id),
+      dims_(p.dims),
+      tp_(static_cast<int>(layouts.size())),
+      views_(storages),
+      kern_(&weight_kernels(p.dtype)) {
   if (layouts.empty()) mismatch(id_, "no rank layouts");
   if (storages.size() != layouts.size())
     mismatch(id_, fmt::format("{} rank layouts but {} storage views", layouts.size(), storages.size()));

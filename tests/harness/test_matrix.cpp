@@ -60,7 +60,7 @@ TEST(Matrix, ErrorsNameCellAndField) {
 
 TEST(Matrix, TheSmokeMatrixLoads) {
   const auto m = load_matrix(std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
-  ASSERT_EQ(m.cells.size(), 2u);
+  ASSERT_EQ(m.cells.size(), 8u);  // llama, glm, kimi, gpt-oss tiny presets x disk, cpu
   EXPECT_EQ(m.cells[0].mode, "disk");
   EXPECT_EQ(m.cells[1].mode, "cpu");
   EXPECT_EQ(m.cells[0].tp, 2);

@@ -326,12 +326,11 @@ TEST(MoeProfiles, SchemaErrorsNameFileAndField) {
   }
 }
 
-TEST(MoeProfiles, MakeForwardNamesAFamilyWithoutForwardPass) {
+TEST(MoeProfiles, MakeForwardRejectsViewsThatDoNotMatchTheLayout) {
   ModelProfile p = find_profile("glm-tiny-fp8", kProfiles);
   std::vector<RankLayout> layouts = build_rank_layouts(p, 1);
-  std::vector<RankStorageView> views(1);
-  expect_error([&] { make_forward(p, layouts, views); }, ErrorKind::Format,
-               {"profile 'glm-tiny-fp8'", "family 'glm4_moe'"});
+  std::vector<RankStorageView> views(1);  // no storage views at all
+  expect_error([&] { make_forward(p, layouts, views); }, ErrorKind::Mismatch, {"rank 0:", "0 views"});
 }
 
 }  // namespace

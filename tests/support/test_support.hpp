@@ -54,18 +54,23 @@ inline void expect_error(const std::function<void()>& fn, ErrorKind kind, std::i
   }
 }
 
-inline ModelProfile tiny_profile() { return find_profile("llama-tiny-bf16", WSB_PROFILES_DIR); }
+/// A tiny CI profile by id (models/profiles/<id>.json): llama-tiny-bf16 by default; glm-tiny-fp8,
+/// kimi-tiny-nvfp4 and gpt-oss-tiny-mxfp4 for the quantized MoE families.
+inline ModelProfile tiny_profile(const std::string& id = "llama-tiny-bf16") {
+  return find_profile(id, WSB_PROFILES_DIR);
+}
 
-/// Publishes FULL v0 and DELTA v1..last into `store`.
+/// Publishes FULL v0 and DELTA v1..last of tiny profile `profile_id` into `store`.
 inline void publish_tiny(const std::filesystem::path& store, uint32_t last = 3, uint64_t seed = 7,
-                         DeltaEncoding encoding = DeltaEncoding::Xor) {
+                         DeltaEncoding encoding = DeltaEncoding::Xor,
+                         const std::string& profile_id = "llama-tiny-bf16") {
   PublishOptions options;
   options.store = store;
   options.first_version = 0;
   options.last_version = last;
   options.seed = seed;
   options.encoding = encoding;
-  publish(tiny_profile(), options);
+  publish(tiny_profile(profile_id), options);
 }
 
 /// One tensor of a shard being edited.

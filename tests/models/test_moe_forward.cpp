@@ -1,0 +1,253 @@
+// Reference forward passes of the quantized MoE families (glm4_moe FP8, deepseek_v3 NVFP4, gpt_oss MXFP4) on
+// their tiny presets with synthetic canonical weights: finite logits; bitwise determinism across instances,
+// sequences and reloads; TP 1/2/4/8 agreement; a byte of an expert weight or block scale changes the logits
+// exactly when the expert is routed to; the step is fast; mismatched inputs are rejected naming the storage.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "models/layout/moe_access.hpp"
+#include "models/layout/moe_layout.hpp"
+#include "models/profile/llama_family.hpp"
+#include "models/profile/moe_family.hpp"
+#include "models/quant/codecs.hpp"
+#include "tests/models/moe_forward_test_util.hpp"
+
+namespace wsb {
+namespace {
+
+using test::Logits;
+using test::RankImages;
+
+void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+// Step budget of StepIsFast: loose for shared CI machines (typical optimized steps are well under 1 ms); Debug and
+// sanitizer builds run the same code 10-20 times slower.
+#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
+constexpr double kStepBudgetMs = 50.0;
+#else
+constexpr double kStepBudgetMs = 5.0;
+#endif
+
+class MoeForward : public ::testing::TestWithParam<std::string> {
+ protected:
+  ModelProfile profile = test::moe_profile(GetParam());
+  std::map<std::string, std::vector<uint8_t>> weights = test::synth_checkpoint(profile);
+  CanonicalLookup lookup = [this](const std::string& n) { return std::span<const uint8_t>(weights.at(n)); };
+  // Longer than gpt-oss-tiny's sliding window (8), so the window and the sinks both matter.
+  std::vector<int32_t> tokens = tokenize_bytes("MoE, quantized: 0123456789");
+
+  Logits run_tp(int tp) {
+    RankImages images(profile, tp, lookup);
+    std::vector<RankStorageView> views = images.views();
+    return test::run_tokens(*make_forward(profile, images.layouts, views), tokens);
+  }
+  /// The last MoE layer, whose routed experts see exactly one token in a one-token probe.
+  int last_moe_layer() const { return profile.dims.layers - 1; }
+};
+
+TEST_P(MoeForward, LogitsAreFiniteAndVaried) {
+  const Logits logits = run_tp(2);
+  ASSERT_EQ(logits.size(), tokens.size());
+  std::set<size_t> argmaxes;
+  for (const auto& step : logits) {
+    ASSERT_EQ(step.size(), 512u);
+    size_t best = 0;
+    for (size_t v = 0; v < step.size(); ++v) {
+      ASSERT_TRUE(std::isfinite(step[v])) << v;
+      if (step[v] > step[best]) best = v;
+    }
+    argmaxes.insert(best);
+    const auto [lo, hi] = std::minmax_element(step.begin(), step.end());
+    EXPECT_GT(*hi - *lo, 0.1f);  // not a degenerate (constant) output
+  }
+  EXPECT_GT(argmaxes.size(), 1u);  // the input moves the output
+}
+
+TEST_P(MoeForward, BitwiseDeterministicAcrossInstancesSequencesAndReloads) {
+  for (int tp : {1, 2}) {
+    RankImages images(profile, tp, lookup);
+    std::vector<RankStorageView> views = images.views();
+    auto a = make_forward(profile, images.layouts, views);
+    auto b = make_forward(profile, images.layouts, views);
+    const Logits ra = test::run_tokens(*a, tokens);
+    EXPECT_TRUE(test::bitwise_equal(ra, test::run_tokens(*b, tokens))) << "tp " << tp;
+    // Two sequences stepped alternately on one model: each is computed alone (batch invariance).
+    auto s1 = a->new_sequence();
+    auto s2 = a->new_sequence();
+    Logits r1, r2;
+    for (int32_t t : tokens) {
+      r1.emplace_back();
+      a->step(*s1, t, r1.back());
+      r2.emplace_back();
+      a->step(*s2, t, r2.back());
+    }
+    EXPECT_TRUE(test::bitwise_equal(ra, r1)) << "tp " << tp;
+    EXPECT_TRUE(test::bitwise_equal(ra, r2)) << "tp " << tp;
+    // A second, independent load at the same TP gives the same bits.
+    EXPECT_TRUE(test::bitwise_equal(ra, run_tp(tp))) << "tp " << tp;
+  }
+}
+
+TEST_P(MoeForward, TpDegreesAgreeClosely) {
+  const Logits base = run_tp(1);
+  // TP 8 replicates kv heads (glm, gpt-oss), starts deepseek's w2 shards inside a 16-block (K phase 8) and leaves
+  // gpt-oss's last rank without any expert block (7 blocks over 8 ranks).
+  for (int tp : {2, 4, 8}) {
+    const Logits other = run_tp(tp);
+    double worst = 0.0;
+    for (size_t t = 0; t < tokens.size(); ++t)
+      for (size_t v = 0; v < 512; ++v)
+        worst = std::max(worst, static_cast<double>(std::abs(other[t][v] - base[t][v])));
+    // Same math; only the rank-order reduction (and split NVFP4/MX blocks) regroup float32 additions.
+    EXPECT_LT(worst, 1e-3) << GetParam() << " tp " << tp;
+    EXPECT_FALSE(test::bitwise_equal(base, other)) << "tp " << tp << " should regroup sums";
+    std::printf("%s tp=%d max |logit - tp1| = %.3g\n", GetParam().c_str(), tp, worst);
+  }
+}
+
+/// Mutates one logical element of a runtime storage to another valid value of its format, in place.
+void mutate_element(std::vector<uint8_t>& bytes, const RuntimeStorageSpec& spec, const ElementPos& pos) {
+  uint8_t& byte = bytes[pos.byte];
+  if (pos.nibble >= 0) {  // E2M1: flip the sign, or make a zero magnitude 1.0 (code 2)
+    const int shift = 4 * pos.nibble;
+    const uint8_t code = static_cast<uint8_t>((byte >> shift) & 0xF);
+    const uint8_t next = (code & 0x7) == 0 ? 0x2 : static_cast<uint8_t>(code ^ 0x8);
+    byte = static_cast<uint8_t>((byte & ~(0xF << shift)) | (next << shift));
+  } else if (spec.dtype == DType::F8_E4M3) {  // sign flip keeps NaN codes out; zero becomes 1.0
+    byte = (byte & 0x7F) == 0 ? 0x38 : static_cast<uint8_t>(byte ^ 0x80);
+  } else if (spec.dtype == DType::U8) {  // E8M0 scale: one exponent step, never 0xFF
+    byte = byte == 0xFE ? 0xFD : static_cast<uint8_t>(byte ^ 0x01);
+  } else {
+    FAIL() << "no mutation rule for " << spec.name;
+  }
+}
+
+/// Names of the routed-expert storages of a layer: weight of w13, block/channel scale of w13.
+std::pair<std::string, std::string> w13_names(int layer) {
+  const std::string base = llama_layer_name(layer, "mlp.experts.");
+  return {base + "w13_weight", base + "w13_weight_scale"};
+}
+
+TEST_P(MoeForward, ExpertWeightAndScaleBytesMatterExactlyWhenRouted) {
+  // One token: the last MoE layer routes it to top_k experts. Changing one element of an expert's w13 weight, or
+  // the scale of that element, must move the logits for exactly those experts and for no other.
+  const int tp = 2, layer = last_moe_layer();
+  RankImages images(profile, tp, lookup);
+  std::vector<RankStorageView> views = images.views();
+  auto model = make_forward(profile, images.layouts, views);
+  const std::vector<int32_t> probe = {'Q'};
+  const Logits before = test::run_tokens(*model, probe);
+  const auto [weight_name, scale_name] = w13_names(layer);
+  std::set<int> weight_hits, scale_hits;
+  for (int e = 0; e < profile.dims.experts; ++e) {
+    for (const std::string& name : {weight_name, scale_name}) {
+      std::vector<uint8_t>& bytes = images.storage(1, name);
+      const RuntimeStorageSpec& spec = images.spec(1, name);
+      const std::vector<uint8_t> saved = bytes;
+      // Element (row 1, column 3) of the expert, on rank 1 (its storages are read like rank 0's).
+      if (name == weight_name) {
+        mutate_element(bytes, spec, weight_element(spec, e, 1, 3));
+      } else if (spec.dtype == DType::F32) {  // FP8 channel scale: double it
+        const uint64_t at = scale_element(spec, e, 1, 3);
+        float s;
+        std::memcpy(&s, &bytes[at], 4);
+        s *= 2.0f;
+        std::memcpy(&bytes[at], &s, 4);
+      } else {
+        mutate_element(bytes, spec, ElementPos{scale_element(spec, e, 1, 3), -1});
+      }
+      ASSERT_NE(bytes, saved);
+      const Logits after = test::run_tokens(*model, probe);
+      if (!test::bitwise_equal(before, after)) (name == weight_name ? weight_hits : scale_hits).insert(e);
+      bytes = saved;
+    }
+  }
+  EXPECT_EQ(weight_hits.size(), static_cast<size_t>(profile.dims.top_k)) << GetParam();
+  EXPECT_EQ(scale_hits, weight_hits) << GetParam();
+  EXPECT_TRUE(test::bitwise_equal(before, test::run_tokens(*model, probe)));  // everything restored
+}
+
+TEST_P(MoeForward, WeightChangeShowsAtTheNextStep) {
+  RankImages images(profile, 2, lookup);
+  std::vector<RankStorageView> views = images.views();
+  auto model = make_forward(profile, images.layouts, views);
+  const Logits before = test::run_tokens(*model, tokens);
+  auto seq = model->new_sequence();
+  std::vector<float> logits;
+  for (size_t t = 0; t < 5; ++t) {
+    model->step(*seq, tokens[t], logits);
+    ASSERT_EQ(std::memcmp(logits.data(), before[t].data(), 512 * sizeof(float)), 0);
+  }
+  // Every expert's element (0, 0) of the last layer's w2 on rank 0: whichever experts the next token picks, one
+  // changed weight is among them (the model re-reads its storages at every step).
+  const std::string name = llama_layer_name(last_moe_layer(), "mlp.experts.w2_weight");
+  std::vector<uint8_t>& bytes = images.storage(0, name);
+  const RuntimeStorageSpec& spec = images.spec(0, name);
+  for (int e = 0; e < profile.dims.experts; ++e) mutate_element(bytes, spec, weight_element(spec, e, 0, 0));
+  model->step(*seq, tokens[5], logits);
+  EXPECT_NE(std::memcmp(logits.data(), before[5].data(), 512 * sizeof(float)), 0);
+}
+
+TEST_P(MoeForward, StepIsFast) {
+  RankImages images(profile, 1, lookup);
+  std::vector<RankStorageView> views = images.views();
+  auto model = make_forward(profile, images.layouts, views);
+  auto seq = model->new_sequence();
+  std::vector<float> logits;
+  const int steps = 200;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) model->step(*seq, i % 256, logits);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
+  std::printf("%s tp=1: %.3f ms per step over %d positions\n", GetParam().c_str(), ms, steps);
+  EXPECT_LT(ms, kStepBudgetMs);
+}
+
+TEST_P(MoeForward, RejectsMismatchedInputs) {
+  RankImages images(profile, 2, lookup);
+  std::vector<RankStorageView> views = images.views();
+  std::vector<RankStorageView> one(views.begin(), views.begin() + 1);
+  expect_error([&] { make_forward(profile, images.layouts, one); }, ErrorKind::Mismatch,
+               {profile.id, "2 rank layouts but 1 storage views"});
+  const std::string expert = llama_layer_name(last_moe_layer(), "mlp.experts.w13_weight_scale");
+  const size_t index = images.layouts[1].index_of(expert);
+  std::vector<RankStorageView> short_view = views;
+  short_view[1].storages[index] = short_view[1].storages[index].first(8);
+  expect_error([&] { make_forward(profile, images.layouts, short_view); }, ErrorKind::Mismatch,
+               {"rank 1 storage '" + expert + "': view has 8 bytes"});
+  // A layout whose storage skipped its post-load transform is not the family's runtime layout.
+  std::vector<RankLayout> untransformed = images.layouts;
+  untransformed[1].storages[index].transform = "none";
+  expect_error([&] { make_forward(profile, untransformed, views); }, ErrorKind::Mismatch,
+               {"rank 1 storage", expert, "(none)"});
+  ModelProfile fewer = scale_profile(profile, ProfileScale{1});
+  expect_error([&] { make_forward(fewer, images.layouts, views); }, ErrorKind::Mismatch, {fewer.id, "rank 0"});
+
+  auto model = make_forward(profile, images.layouts, views);
+  auto twin = make_forward(profile, images.layouts, views);
+  auto seq = model->new_sequence();
+  std::vector<float> logits;
+  expect_error([&] { model->step(*seq, 512, logits); }, ErrorKind::Format, {"token id 512", "[0, 512)"});
+  expect_error([&] { twin->step(*seq, 1, logits); }, ErrorKind::Mismatch, {"another forward model"});
+  EXPECT_EQ(seq->position(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, MoeForward, ::testing::ValuesIn(test::kMoeTinyProfiles), [](const auto& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+});
+
+}  // namespace
+}  // namespace wsb
