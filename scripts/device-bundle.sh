@@ -16,9 +16,11 @@ cp -r "$source_dir/matrices" .carry/src/
 cp "$build/wsbench" .carry/
 find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -exec cp {} .carry/tests/ \;
 find "$build/bench" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .carry/bench/ \; 2>/dev/null || true
-strip --strip-debug .carry/wsbench .carry/tests/* .carry/bench/* 2>/dev/null || true
+strip --strip-all .carry/wsbench .carry/tests/* .carry/bench/* 2>/dev/null || true
 for lib in libbenchmark.so.1debian libcpp-httplib.so.0.11; do
   src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
   [ -n "$src" ] && cp -L "$src" .carry/tests/ && cp -L "$src" .carry/bench/ && cp -L "$src" .carry/
 done
+# The device tool carries at most 64 MiB: ship the test executables compressed.
+tar czf .carry/tests.tgz -C .carry tests && rm -rf .carry/tests
 du -sh .carry
