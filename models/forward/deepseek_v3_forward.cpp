@@ -140,24 +140,14 @@ void DeepseekV3Forward::attention(MoeSequence& s, const Layer& w, std::vector<fl
 }
 
 void DeepseekV3Forward::layer(MoeSequence& s, int l) const {
-  for (int r = 0; r < tp_; ++r) {
-    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
-    const size_t cache = static_cast<size_t>(r) * static_cast<size_t>(dims_.layers) + static_cast<size_t>(l);
-    rms(s, s.x.data(), w.input_norm, dims_.hidden, s.h.data());
-    attention(s, w, s.k[cache], s.v[cache]);
-    reduce(s, r);
-  }
+  auto at = [&](int r) -> const Layer& { return ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)]; };
+  rank_partials(
+      s, [&](int r) -> const StorageRef& { return at(r).input_norm; },
+      [&](int r) { attention(s, at(r), s.k[cache_index(r, l)], s.v[cache_index(r, l)]); });
   add_residual(s);
-  for (int r = 0; r < tp_; ++r) {
-    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
-    rms(s, s.x.data(), w.post_norm, dims_.hidden, s.h.data());
-    if (w.moe) {
-      sigmoid_moe_partial(dims_, w.experts, s);
-    } else {
-      swiglu_mlp(w.gate_up, w.down, 0, false, s.h.data(), s, s.partial.data());
-    }
-    reduce(s, r);
-  }
+  rank_partials(
+      s, [&](int r) -> const StorageRef& { return at(r).post_norm; },
+      [&](int r) { sigmoid_family_mlp_partial(dims_, at(r), s); });
   add_residual(s);
 }
 

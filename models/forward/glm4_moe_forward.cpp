@@ -88,24 +88,14 @@ Glm4MoeForward::Glm4MoeForward(const ModelProfile& p, const std::vector<RankLayo
 }
 
 void Glm4MoeForward::layer(MoeSequence& s, int l) const {
-  for (int r = 0; r < tp_; ++r) {
-    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
-    const size_t cache = static_cast<size_t>(r) * static_cast<size_t>(dims_.layers) + static_cast<size_t>(l);
-    rms(s, s.x.data(), w.input_norm, dims_.hidden, s.h.data());
-    gqa_attention_partial(attn_, w.attn, s.k[cache], s.v[cache], s);
-    reduce(s, r);
-  }
+  auto at = [&](int r) -> const Layer& { return ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)]; };
+  rank_partials(
+      s, [&](int r) -> const StorageRef& { return at(r).input_norm; },
+      [&](int r) { gqa_attention_partial(attn_, at(r).attn, s.k[cache_index(r, l)], s.v[cache_index(r, l)], s); });
   add_residual(s);
-  for (int r = 0; r < tp_; ++r) {
-    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
-    rms(s, s.x.data(), w.post_norm, dims_.hidden, s.h.data());
-    if (w.moe) {
-      sigmoid_moe_partial(dims_, w.experts, s);
-    } else {
-      swiglu_mlp(w.gate_up, w.down, 0, false, s.h.data(), s, s.partial.data());
-    }
-    reduce(s, r);
-  }
+  rank_partials(
+      s, [&](int r) -> const StorageRef& { return at(r).post_norm; },
+      [&](int r) { sigmoid_family_mlp_partial(dims_, at(r), s); });
   add_residual(s);
 }
 

@@ -113,24 +113,17 @@ void GptOssForward::experts(MoeSequence& s, const Layer& w, int rank) const {
 void GptOssForward::layer(MoeSequence& s, int l) const {
   GqaParams params = attn_;
   params.window = gpt_oss_is_sliding(l) ? dims_.sliding_window : 0;
-  for (int r = 0; r < tp_; ++r) {
-    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
-    const size_t cache = static_cast<size_t>(r) * static_cast<size_t>(dims_.layers) + static_cast<size_t>(l);
-    rms(s, s.x.data(), w.input_norm, dims_.hidden, s.h.data());
-    gqa_attention_partial(params, w.attn, s.k[cache], s.v[cache], s);
-    reduce(s, r);
-  }
+  auto at = [&](int r) -> const Layer& { return ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)]; };
+  rank_partials(
+      s, [&](int r) -> const StorageRef& { return at(r).input_norm; },
+      [&](int r) { gqa_attention_partial(params, at(r).attn, s.k[cache_index(r, l)], s.v[cache_index(r, l)], s); });
   // Row-parallel bias: once, after the reduction (rank 0's copy).
   const Layer& first = ranks_[0][static_cast<size_t>(l)];
   kern_->load_row(first.o_bias.data, 0, dims_.hidden, s.c.data());
   for (int i = 0; i < dims_.hidden; ++i) s.sum[static_cast<size_t>(i)] += s.c[static_cast<size_t>(i)];
   add_residual(s);
-  for (int r = 0; r < tp_; ++r) {
-    const Layer& w = ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)];
-    rms(s, s.x.data(), w.post_norm, dims_.hidden, s.h.data());
-    experts(s, w, r);
-    reduce(s, r);
-  }
+  rank_partials(
+      s, [&](int r) -> const StorageRef& { return at(r).post_norm; }, [&](int r) { experts(s, at(r), r); });
   for (int i = 0; i < dims_.hidden; ++i) s.sum[static_cast<size_t>(i)] += s.d[static_cast<size_t>(i)];
   add_residual(s);
 }

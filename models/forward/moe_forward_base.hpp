@@ -57,6 +57,21 @@ class MoeForwardBase : public ForwardModel {
   void rms(MoeSequence& s, const float* x, const StorageRef& w, int64_t n, float* out) const;
   /// s.sum (+)= s.partial: rank 0 assigns, later ranks add.
   void reduce(MoeSequence& s, int rank) const;
+  /// For every rank in order: out = RMSNorm(s.x) with norm_of(rank) into s.h, partial_of(rank) writes that rank's
+  /// s.partial, then reduce(s, rank). The shape of both halves of every decoder layer; the caller adds biases and
+  /// the residual afterwards.
+  template <typename NormOf, typename PartialOf>
+  void rank_partials(MoeSequence& s, NormOf norm_of, PartialOf partial_of) const {
+    for (int r = 0; r < tp_; ++r) {
+      rms(s, s.x.data(), norm_of(r), dims_.hidden, s.h.data());
+      partial_of(r);
+      reduce(s, r);
+    }
+  }
+  /// Index of the KV cache of (rank, layer) in MoeSequence::k / v.
+  size_t cache_index(int rank, int layer) const {
+    return static_cast<size_t>(rank) * static_cast<size_t>(dims_.layers) + static_cast<size_t>(layer);
+  }
   /// s.x += s.sum (the residual connection after attention or MLP).
   void add_residual(MoeSequence& s) const;
   /// Rotary inverse frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each).
