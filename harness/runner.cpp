@@ -119,6 +119,8 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
                              cell_json.value("reason", "").empty() ? "" : ": " + cell_json.value("reason", ""));
     results["cells"].push_back(std::move(cell_json));
   }
+  std::error_code ec;
+  if (!options.keep_workdir) fs::remove(options.out_dir / "work", ec);  // only removes it when empty
   return results;
 }
 
