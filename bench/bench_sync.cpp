@@ -1,14 +1,14 @@
 // Microbenchmarks of the prepare/commit building blocks, each reported with its physical floor measured in the
-// same run (host memcpy of the same byte count): counters "GB/s" and "floor_ratio" (time / floor time).
+// same run (host memcpy of the same byte count, bench/bench_floor.hpp): counters "GB/s" and "floor_ratio" (time /
+// floor time).
 // Axes are declared beside each benchmark: tensor bytes, and for deltas the changed fraction.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <map>
 #include <random>
 #include <vector>
 
-#include "harness/physics.hpp"
+#include "bench/bench_floor.hpp"
 #include "models/core/checksum.hpp"
 #include "modes/codec/delta_codec.hpp"
 #include "modes/codec/xor_stream.hpp"
@@ -17,30 +17,8 @@
 namespace {
 
 using wsb::HostBuffer;
-
-/// Host memcpy GB/s of `bytes` on one thread, measured once per size (the floor of every single-thread phase).
-double memcpy_floor_gbps(uint64_t bytes) {
-  static std::map<uint64_t, double> cache;
-  auto it = cache.find(bytes);
-  if (it == cache.end()) it = cache.emplace(bytes, wsb::measure_host_memcpy_gbps(bytes, 1, 10)).first;
-  return it->second;
-}
-
-void set_counters(benchmark::State& state, uint64_t bytes) {
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
-  const double floor = memcpy_floor_gbps(bytes);
-  state.counters["floor_GBps"] = floor;
-  // Per-iteration time over the floor's time for the same bytes; rate counters are averaged by benchmark.
-  state.counters["floor_ratio"] = benchmark::Counter(static_cast<double>(bytes) / (floor * 1e9) * state.iterations(),
-                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-}
-
-std::vector<uint8_t> random_bytes(uint64_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  std::mt19937 rng(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
+using wsb::bench::random_bytes;
+using wsb::bench::set_counters;
 
 void BM_Xxh3_128(benchmark::State& state) {
   const auto bytes = static_cast<uint64_t>(state.range(0));

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/cuda/pinned.hpp"
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
+#include "modes/sync/rank_image.hpp"
 
 namespace wsb {
 
@@ -32,17 +34,30 @@ std::vector<RankLayout> layouts_for(const EngineOptions& options) {
 
 }  // namespace
 
-Engine::Engine(EngineOptions options)
-    : options_(std::move(options)), layouts_(layouts_for(options_)), storages_(layouts_) {
-  std::vector<RankStorageView> views(layouts_.size());
-  for (size_t r = 0; r < layouts_.size(); ++r) {
-    for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
-      views[r].storages.push_back(storages_.storage(static_cast<int>(r), s));
+Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(layouts_for(options_)) {
+  if (options_.backend == "cpu") {
+    auto host = std::make_unique<HostStorages>(layouts_);
+    std::vector<RankStorageView> views(layouts_.size());
+    for (size_t r = 0; r < layouts_.size(); ++r) {
+      for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
+        views[r].storages.push_back(host->storage(static_cast<int>(r), s));
+      }
     }
+    forward_ = make_forward(options_.profile, layouts_, views);
+    host_storages_ = host.get();
+    storages_ = std::move(host);
+  } else if (options_.backend == "cuda") {
+    auto device = make_device_storages(layouts_, options_.device);
+    forward_ = make_device_forward(options_.profile, layouts_, device->views(), options_.forward);
+    storages_ = std::move(device);
+    pinner_ = &cuda_host_pinner();
+  } else {
+    throw Error(ErrorKind::Format,
+                fmt::format("engine backend '{}' is unknown (expected \"cpu\" or \"cuda\")", options_.backend));
   }
-  forward_ = make_forward(options_.profile, layouts_, views);
-  mode_ = make_sync_mode(options_.mode, SyncContext{options_.profile, layouts_, options_.store, options_.workdir,
-                                                    options_.prepare_threads});
+  SyncContext context{options_.profile, layouts_, options_.store, options_.workdir, options_.prepare_threads};
+  context.pinner = pinner_;
+  mode_ = make_sync_mode(options_.mode, std::move(context));
   state_ = std::make_unique<SyncStateMachine>(0);
   scheduler_ = std::thread([this] { scheduler_loop(); });
 }
@@ -76,10 +91,26 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
   {
     ScopedPhase phase(log, "load.native", Floor::DiskRead);
     CanonicalLookup lookup = [&checkpoint](const std::string& name) { return checkpoint.data(name); };
+    // Device storages are filled through one pinned staging buffer of the largest storage (bounded host memory).
+    uint64_t largest = 0;
+    for (const auto& layout : layouts_) {
+      for (const auto& spec : layout.storages) largest = std::max(largest, spec.bytes());
+    }
+    HostBuffer staging = host_storages_ ? HostBuffer() : HostBuffer(largest, kImageAlignment, pinner_);
     for (size_t r = 0; r < layouts_.size(); ++r) {
       for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
-        load_storage(layouts_[r].storages[s], lookup, storages_.storage(static_cast<int>(r), s));
-        phase.add_bytes(layouts_[r].storages[s].bytes());
+        const RuntimeStorageSpec& spec = layouts_[r].storages[s];
+        if (host_storages_) {
+          load_storage(spec, lookup, host_storages_->storage(static_cast<int>(r), s));
+        } else {
+          auto out = staging.span().subspan(0, spec.bytes());
+          load_storage(spec, lookup, out);
+          storages_->write(static_cast<int>(r), s, 0, out);
+          storages_->synchronize();
+        }
+        // Keep the resident set bounded: the mapped canonical pages are not needed again for this storage.
+        for (const auto& fragment : spec.fragments) checkpoint.release(fragment.canonical);
+        phase.add_bytes(spec.bytes());
       }
     }
   }
@@ -260,11 +291,35 @@ CommitReport Engine::commit(uint32_t target) {
     pause_start = steady_seconds();
   }
   std::string failure;
+  CuptiTracer tracer;
+  const bool trace = options_.cupti && !host_storages_;
+  if (trace) {
+    // Started inside the pause so that only the commit's copies are recorded (no decode step runs now). A tracer
+    // that CUPTI refuses (another subscriber, e.g. nsys) leaves the commit untraced, never failed.
+    const double t0 = steady_seconds();
+    try {
+      tracer.start();
+    } catch (const std::exception& e) {
+      report.cupti.note = fmt::format("CUPTI not started: {}", e.what());
+    }
+    report.cupti_overhead_seconds += steady_seconds() - t0;
+  }
   try {
     if (debug_inside_pause_) debug_inside_pause_();
-    mode_->commit(storages_, log);
+    mode_->commit(*storages_, log);
   } catch (const std::exception& e) {
     failure = e.what();
+  }
+  if (tracer.active()) {
+    const double t0 = steady_seconds();
+    try {
+      report.cupti = tracer.stop();  // the mode synchronized: every copy record is complete
+    } catch (const std::exception& e) {
+      report.cupti.note = fmt::format("CUPTI stop failed: {}", e.what());
+    }
+    report.cupti_overhead_seconds += steady_seconds() - t0;
+  } else if (!trace) {
+    report.cupti.note = host_storages_ ? "cpu backend: no device copies" : "CUPTI off for this engine";
   }
   {
     std::lock_guard lock(mu_);
@@ -292,9 +347,19 @@ CommitReport Engine::commit(uint32_t target) {
 std::vector<std::map<std::string, std::string>> Engine::storage_checksums() const {
   std::lock_guard control(control_mu_);
   std::vector<std::map<std::string, std::string>> out(layouts_.size());
+  std::vector<uint8_t> copy;  // device storages are hashed from a host copy (D2H)
   for (size_t r = 0; r < layouts_.size(); ++r) {
     for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
-      out[r][layouts_[r].storages[s].name] = xxh3_128_hex(storages_.storage(static_cast<int>(r), s));
+      const int rank = static_cast<int>(r);
+      std::span<const uint8_t> bytes;
+      if (host_storages_) {
+        bytes = host_storages_->storage(rank, s);
+      } else {
+        copy.resize(storages_->storage_bytes(rank, s));
+        storages_->read(rank, s, copy);
+        bytes = copy;
+      }
+      out[r][layouts_[r].storages[s].name] = xxh3_128_hex(bytes);
     }
   }
   return out;
@@ -304,9 +369,9 @@ std::vector<std::vector<StoragePointer>> Engine::storage_pointers() const {
   std::vector<std::vector<StoragePointer>> out(layouts_.size());
   for (size_t r = 0; r < layouts_.size(); ++r) {
     for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
-      auto span = storages_.storage(static_cast<int>(r), s);
-      out[r].push_back(StoragePointer{layouts_[r].storages[s].name, reinterpret_cast<uintptr_t>(span.data()),
-                                      span.size()});
+      const int rank = static_cast<int>(r);
+      out[r].push_back(StoragePointer{layouts_[r].storages[s].name, storages_->address(rank, s),
+                                      storages_->storage_bytes(rank, s)});
     }
   }
   return out;
@@ -315,7 +380,7 @@ std::vector<std::vector<StoragePointer>> Engine::storage_pointers() const {
 void Engine::debug_flip_storage_byte(int rank, size_t storage, uint64_t offset) {
   std::lock_guard control(control_mu_);
   std::lock_guard lock(mu_);
-  storages_.storage(rank, storage)[offset] ^= 0x01;
+  storages_->flip_byte(rank, storage, offset);
 }
 
 }  // namespace wsb

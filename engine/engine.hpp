@@ -17,7 +17,10 @@
 #include <vector>
 
 #include "engine/generation.hpp"
+#include "engine/cuda/cupti_tracer.hpp"
+#include "engine/cuda/device_storages.hpp"
 #include "engine/host_storages.hpp"
+#include "engine/kernels/device_forward.hpp"
 #include "models/core/phase_log.hpp"
 #include "models/forward/forward.hpp"
 #include "modes/sync/sync_mode.hpp"
@@ -32,6 +35,14 @@ struct EngineOptions {
   std::filesystem::path store;      ///< publication store the mode reads
   std::filesystem::path workdir;    ///< mode-private files
   int prepare_threads = 2;
+  /// "cpu": storages in host memory, reference forward on the host. "cuda": storages in device memory
+  /// (engine/cuda/device_storages.hpp), device forward with captured graphs, rank images and staging pinned.
+  std::string backend = "cpu";
+  DeviceStorageOptions device{};   ///< cuda backend only
+  DeviceForwardOptions forward{};  ///< cuda backend only
+  /// cuda backend only: collect CUPTI memcpy/kernel activity inside every commit's pause (CommitReport::cupti).
+  /// Off under Nsight Systems (CUPTI allows one subscriber) or with WSB_CUPTI=0.
+  bool cupti = false;
 };
 
 /// Result of a native load (boot).
@@ -54,6 +65,10 @@ struct CommitReport {
   double seconds = 0;        ///< whole commit call (preflight, gate wait, copy, reopen)
   double pause_seconds = 0;  ///< scheduler gate closed -> reopened
   std::vector<PhaseRecord> phases;
+  /// What CUPTI saw between gate close and the last copy landing (enabled = false, with the reason, when off).
+  CuptiSummary cupti;
+  /// Seconds of the pause spent starting and stopping the CUPTI tracer (0 when off).
+  double cupti_overhead_seconds = 0;
 };
 
 /// Identity of one runtime storage (address, size) — captured CUDA graphs depend on it never changing.
@@ -66,7 +81,8 @@ struct StoragePointer {
 
 class Engine {
  public:
-  /// Allocates every runtime storage once and starts the scheduler. Throws Error for invalid profile/tp/mode.
+  /// Allocates every runtime storage once and starts the scheduler. Throws Error for invalid profile/tp/mode/
+  /// backend (Format naming it), Error(Resource) when the cuda backend lacks a device or device memory.
   explicit Engine(EngineOptions options);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -98,6 +114,7 @@ class Engine {
   bool healthy() const { return healthy_.load(); }
   const std::vector<RankLayout>& layouts() const { return layouts_; }
   const SyncMode& mode() const { return *mode_; }
+  const RuntimeStorages& storages() const { return *storages_; }
   /// Bytes of all runtime storages, all ranks.
   uint64_t storage_bytes() const;
   /// Tests only: `hook` runs inside every later commit's pause, before the storages are written (to provoke races
@@ -114,7 +131,9 @@ class Engine {
 
   EngineOptions options_;
   std::vector<RankLayout> layouts_;
-  HostStorages storages_;
+  std::unique_ptr<RuntimeStorages> storages_;
+  HostStorages* host_storages_ = nullptr;  ///< the cpu backend's storages_ (direct access), else null
+  const HostPinner* pinner_ = nullptr;     ///< the cuda backend's host pinner, else null
   std::unique_ptr<ForwardModel> forward_;
   std::unique_ptr<SyncMode> mode_;
   std::unique_ptr<SyncStateMachine> state_;

@@ -40,4 +40,13 @@ void HostStorages::write(int rank, size_t index, uint64_t offset, std::span<cons
   std::memcpy(dst.data() + offset, src.data(), src.size());
 }
 
+void HostStorages::read(int rank, size_t index, std::span<uint8_t> out) const {
+  auto src = storage(rank, index);
+  if (out.size() != src.size()) {
+    throw Error(ErrorKind::Mismatch, fmt::format("rank {} storage '{}': read into {} bytes, the storage has {}", rank,
+                                                 names_[rank][index], out.size(), src.size()));
+  }
+  std::memcpy(out.data(), src.data(), src.size());
+}
+
 }  // namespace wsb

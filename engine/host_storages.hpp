@@ -6,21 +6,28 @@
 
 #include "models/layout/tp_layout.hpp"
 #include "modes/sync/host_buffer.hpp"
-#include "modes/sync/storage_target.hpp"
+#include "engine/runtime_storages.hpp"
 
 namespace wsb {
 
-class HostStorages final : public StorageTarget {
+class HostStorages final : public RuntimeStorages {
  public:
   explicit HostStorages(const std::vector<RankLayout>& layouts);
   int tp() const override { return static_cast<int>(arenas_.size()); }
   void write(int rank, size_t index, uint64_t offset, std::span<const uint8_t> src) override;
   void synchronize() override {}
   Floor copy_floor() const override { return Floor::HostMemcpy; }
+  std::string backend() const override { return "cpu"; }
+  size_t storage_count(int rank) const override { return offsets_.at(rank).size(); }
+  uint64_t storage_bytes(int rank, size_t index) const override { return sizes_.at(rank).at(index); }
+  uintptr_t address(int rank, size_t index) const override {
+    return reinterpret_cast<uintptr_t>(storage(rank, index).data());
+  }
+  void read(int rank, size_t index, std::span<uint8_t> out) const override;
+  void flip_byte(int rank, size_t index, uint64_t offset) override { storage(rank, index)[offset] ^= 0x01; }
 
   std::span<uint8_t> storage(int rank, size_t index);
   std::span<const uint8_t> storage(int rank, size_t index) const;
-  size_t storage_count(int rank) const { return offsets_[rank].size(); }
   /// Arena bytes of one rank (with alignment padding).
   uint64_t arena_bytes(int rank) const { return arenas_[rank].size(); }
 

@@ -38,6 +38,20 @@ int cmd_run(const std::filesystem::path& matrix, const std::filesystem::path& ou
 /// `wsbench physics`: the floors of this machine (host memcpy, disk read of `dir`).
 int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads);
 
+struct InspectArgs {
+  std::filesystem::path checkpoint;        ///< checkpoint directory (index + shards, or model.safetensors) or one file
+  std::filesystem::path json_out;          ///< write the JSON here ("-" = stdout instead of the table); empty: none
+  bool values = false;                     ///< decode every tensor's values (JSON: all of them; table: the first 8)
+  std::vector<std::string> decode;         ///< "TENSOR=KIND" requests overriding the automatic decode
+};
+/// `wsbench inspect`: per tensor name, dtype, shape, file, bytes, sha256 and optionally decoded values
+/// (harness/inspect.hpp).
+int cmd_inspect(const InspectArgs& args);
+
+/// `wsbench codecs`: wsbench's E4M3/E5M2/E8M0/E2M1/BF16/F16 decode tables and encoder probes as JSON ("-" or empty:
+/// stdout).
+int cmd_codecs(const std::filesystem::path& json_out);
+
 /// `wsbench report`: renders the tables of one or more results.json (merged when several).
 int cmd_report(const std::vector<std::filesystem::path>& results, const std::filesystem::path& markdown_out);
 

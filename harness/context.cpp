@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/cuda/cuda_ops.hpp"
 #include "engine/device_info.hpp"
 
 namespace wsb {
@@ -133,10 +134,31 @@ nlohmann::json collect_context() {
 nlohmann::json memory_snapshot() {
   const std::string status = read_file("/proc/self/status");
   const std::string meminfo = read_file("/proc/meminfo");
-  return {{"rss_bytes", proc_value(status, "VmRSS")},
-          {"rss_peak_bytes", proc_value(status, "VmHWM")},
-          {"mem_available_bytes", proc_value(meminfo, "MemAvailable")},
-          {"cached_bytes", proc_value(meminfo, "Cached")}};
+  nlohmann::json out{{"rss_bytes", proc_value(status, "VmRSS")},
+                     {"rss_peak_bytes", proc_value(status, "VmHWM")},
+                     {"mem_available_bytes", proc_value(meminfo, "MemAvailable")},
+                     {"cached_bytes", proc_value(meminfo, "Cached")}};
+  const int devices = cuda_ops::visible_devices();
+  if (devices > 0) {
+    nlohmann::json used = nlohmann::json::array();
+    for (int d = 0; d < devices; ++d) {
+      uint64_t free_bytes = 0, total_bytes = 0;
+      try {
+        cuda_ops::memory_info(d, &free_bytes, &total_bytes);
+      } catch (const std::exception&) {
+        free_bytes = total_bytes = 0;  // a device that cannot answer reports 0 used
+      }
+      used.push_back(total_bytes - free_bytes);
+    }
+    out["device_used_bytes"] = used;  // per device, every process's allocations (cudaMemGetInfo)
+  }
+  return out;
+}
+
+void reset_peak_rss() {
+  // Linux >= 4.0: writing 5 to clear_refs resets VmHWM to the current RSS. Where refused, the peak stays the
+  // process's lifetime peak, which is still an upper bound.
+  std::ofstream("/proc/self/clear_refs") << "5";
 }
 
 }  // namespace wsb

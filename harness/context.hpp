@@ -15,7 +15,11 @@ std::string detect_host_runtime();
 /// host, cpu_model, cpu_cores, memory_bytes, kernel, os, runtime_detected, build_commit, build_type, date_utc.
 nlohmann::json collect_context();
 
-/// Host memory facts from /proc (bytes): rss, rss_peak, mem_available, cached.
+/// Host memory facts from /proc (bytes): rss, rss_peak (since the last reset_peak_rss), mem_available, cached; and
+/// device_used_bytes per visible CUDA device (cudaMemGetInfo: total - free, all processes) when there is one.
 nlohmann::json memory_snapshot();
+/// Resets this process's peak RSS (VmHWM) to its current RSS, so a trial's peak excludes publishing and the
+/// reference engine. Silently keeps the lifetime peak where the kernel refuses.
+void reset_peak_rss();
 
 }  // namespace wsb

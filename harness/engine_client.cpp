@@ -4,8 +4,11 @@ namespace wsb {
 
 EmbeddedEngineClient::EmbeddedEngineClient(const EngineLaunch& launch, const std::filesystem::path& checkpoint_dir,
                                            uint32_t version) {
-  engine_ = std::make_unique<Engine>(
-      EngineOptions{launch.profile, launch.tp, launch.mode, launch.store, launch.workdir, launch.prepare_threads});
+  EngineOptions options{launch.profile, launch.tp, launch.mode, launch.store, launch.workdir, launch.prepare_threads};
+  options.backend = launch.backend;
+  options.device = launch.device;
+  options.cupti = launch.cupti;
+  engine_ = std::make_unique<Engine>(std::move(options));
   load_report_ = engine_->load_native(checkpoint_dir, version);
 }
 

@@ -38,6 +38,9 @@ struct EngineLaunch {
   std::filesystem::path store;
   std::filesystem::path workdir;
   int prepare_threads = 2;
+  std::string backend = "cpu";   ///< "cpu" | "cuda" (EngineOptions::backend)
+  DeviceStorageOptions device{};  ///< cuda backend: H2D chunk and copy streams
+  bool cupti = false;            ///< cuda backend: CUPTI summary of every commit
 };
 
 /// In-process engine. The constructor boots a fresh engine with a native load of `checkpoint_dir` at `version`.

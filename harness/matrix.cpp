@@ -15,10 +15,11 @@ namespace {
 
 const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtime",         "engine",
                                         "tp",       "n",      "seed",    "target",          "publish_versions",
-                                        "encoding", "density", "layers", "prepare_threads", "floor_bytes"};
+                                        "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
+                                        "chunk_bytes", "copy_streams", "cupti"};
 const std::set<std::string> kModes{"disk", "cpu"};
 const std::set<std::string> kRuntimes{"native"};
-const std::set<std::string> kEngines{"embedded-cpu"};
+const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda"};
 const std::set<std::string> kEncodings{"xor", "overwrite"};
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
@@ -66,8 +67,15 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("encoding")) cell.encoding = get_field<std::string>(j, "encoding", where);
   if (j.contains("density")) cell.density = get_field<double>(j, "density", where);
   if (j.contains("layers")) cell.layers = get_field<int>(j, "layers", where);
+  if (j.contains("experts")) cell.experts = get_field<int>(j, "experts", where);
   if (j.contains("prepare_threads")) cell.prepare_threads = get_field<int>(j, "prepare_threads", where);
   if (j.contains("floor_bytes")) cell.floor_bytes = get_field<uint64_t>(j, "floor_bytes", where);
+  if (j.contains("chunk_bytes")) cell.chunk_bytes = get_field<uint64_t>(j, "chunk_bytes", where);
+  if (j.contains("copy_streams")) cell.copy_streams = get_field<int>(j, "copy_streams", where);
+  if (j.contains("cupti")) {
+    if (!j["cupti"].is_boolean()) fail(where, fmt::format("field 'cupti' must be true or false, got {}", j["cupti"].dump()));
+    cell.cupti = j["cupti"].get<bool>();
+  }
 }
 
 void validate(const MatrixCell& cell, const std::string& where) {
@@ -89,8 +97,13 @@ void validate(const MatrixCell& cell, const std::string& where) {
     fail(where, "field 'density' must be in (0, 1]: a zero density publishes identity deltas");
   }
   if (cell.layers && *cell.layers < 1) fail(where, "field 'layers' must be >= 1");
+  if (cell.experts && *cell.experts < 1) fail(where, "field 'experts' must be >= 1");
   if (cell.prepare_threads < 1) fail(where, "field 'prepare_threads' must be >= 1");
   if (cell.floor_bytes < (1u << 20)) fail(where, "field 'floor_bytes' must be >= 1 MiB");
+  if (cell.chunk_bytes < (1u << 20)) fail(where, "field 'chunk_bytes' must be >= 1 MiB");
+  if (cell.copy_streams < 1 || cell.copy_streams > 16) {
+    fail(where, fmt::format("field 'copy_streams' must be 1..16, got {}", cell.copy_streams));
+  }
 }
 
 }  // namespace
@@ -103,6 +116,12 @@ nlohmann::json MatrixCell::to_json() const {
                    {"prepare_threads", prepare_threads},     {"floor_bytes", floor_bytes}};
   if (density) j["density"] = *density;
   if (layers) j["layers"] = *layers;
+  if (experts) j["experts"] = *experts;
+  if (uses_cuda()) {
+    j["chunk_bytes"] = chunk_bytes;
+    j["copy_streams"] = copy_streams;
+    j["cupti"] = cupti;
+  }
   return j;
 }
 

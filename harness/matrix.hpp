@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/profile/profile.hpp"
+
 namespace wsb {
 
 /// One cell of a matrix, defaults applied.
@@ -16,7 +18,7 @@ struct MatrixCell {
   std::string model;         ///< profile id
   std::string mode;          ///< "disk" | "cpu"
   std::string runtime = "native";
-  std::string engine = "embedded-cpu";
+  std::string engine = "embedded-cpu";  ///< "embedded-cpu" (host storages) | "embedded-cuda" (device storages)
   int tp = 1;
   int n = 1;                 ///< trials (fresh engines)
   uint64_t seed = 0;
@@ -24,9 +26,21 @@ struct MatrixCell {
   uint32_t publish_versions = 3;  ///< publications v0..N
   std::string encoding = "xor";
   std::optional<double> density;
-  std::optional<int> layers;  ///< scaling knob
+  std::optional<int> layers;   ///< scaling knob: keep the first N layers
+  std::optional<int> experts;  ///< scaling knob: keep the first N routed experts (per-tensor shapes stay real)
+
+  /// The profile scale these knobs ask for.
+  ProfileScale scale() const { return ProfileScale{layers, experts}; }
+  bool scaled() const { return layers.has_value() || experts.has_value(); }
   int prepare_threads = 2;
   uint64_t floor_bytes = 64ull << 20;  ///< buffer size of the floor measurements
+  // embedded-cuda only:
+  uint64_t chunk_bytes = 64ull << 20;  ///< H2D copy chunk of commits (bytes)
+  int copy_streams = 2;                ///< H2D copy streams per TP rank
+  bool cupti = true;                   ///< CUPTI activity summary of every commit (off under nsys: one subscriber)
+
+  /// True for engines whose storages live in CUDA device memory.
+  bool uses_cuda() const { return engine == "embedded-cuda"; }
 
   nlohmann::json to_json() const;
 };

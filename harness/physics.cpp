@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -88,11 +90,37 @@ FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes
   return floors;
 }
 
+void add_h2d_floors(FloorMeasurement& floors, int tp, int streams) {
+  floors.h2d = measure_h2d_floors(default_h2d_chunk_sizes(), kH2dFloorTotalBytes, streams, kH2dFloorRepeats);
+  if (floors.h2d.empty()) {
+    throw Error(ErrorKind::Resource, "pinned H2D floor: no CUDA device visible (a CUDA cell needs one)");
+  }
+  std::map<int, double> best;  // device -> best GB/s over chunk sizes
+  for (const auto& m : floors.h2d) best[m.device] = std::max(best[m.device], m.gbps);
+  const int devices = static_cast<int>(best.size());
+  std::set<int> used;
+  for (int r = 0; r < tp; ++r) used.insert(r % devices);
+  floors.h2d_gbps = 0;
+  floors.h2d_devices.assign(used.begin(), used.end());
+  for (int d : used) floors.h2d_gbps += best[d];
+}
+
 nlohmann::json floors_json(const FloorMeasurement& f) {
-  return {{"host_memcpy_gbps", f.host_memcpy_gbps}, {"host_memcpy_threads", f.host_memcpy_threads},
-          {"host_memcpy_bytes", f.host_memcpy_bytes}, {"disk_read_gbps", f.disk_read_gbps},
-          {"disk_read_bytes", f.disk_read_bytes},     {"disk_path", f.disk_path},
-          {"disk_read_cold", f.disk_read_cold}};
+  nlohmann::json j{{"host_memcpy_gbps", f.host_memcpy_gbps}, {"host_memcpy_threads", f.host_memcpy_threads},
+                   {"host_memcpy_bytes", f.host_memcpy_bytes}, {"disk_read_gbps", f.disk_read_gbps},
+                   {"disk_read_bytes", f.disk_read_bytes},     {"disk_path", f.disk_path},
+                   {"disk_read_cold", f.disk_read_cold}};
+  if (!f.h2d.empty()) {
+    j["h2d_gbps"] = f.h2d_gbps;
+    j["h2d_devices"] = f.h2d_devices;
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& m : f.h2d) {
+      per.push_back({{"device", m.device}, {"chunk_bytes", m.chunk_bytes}, {"streams", m.streams},
+                     {"bytes", m.bytes}, {"gbps", m.gbps}});
+    }
+    j["h2d"] = per;
+  }
+  return j;
 }
 
 }  // namespace wsb

@@ -1,10 +1,13 @@
 #pragma once
 // Physical floors measured in the same run as the times they judge: host memcpy GB/s (with the prepare thread
-// count) and sequential read GB/s of the filesystem holding the store. GB/s = 1e9 bytes per second.
+// count), sequential read GB/s of the filesystem holding the store, and pinned H2D GB/s per GPU. GB/s = 1e9 B/s.
 #include <cstdint>
 #include <filesystem>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "engine/cuda/h2d_floor.hpp"
 
 namespace wsb {
 
@@ -16,6 +19,12 @@ struct FloorMeasurement {
   uint64_t disk_read_bytes = 0;
   std::string disk_path;
   bool disk_read_cold = false;  ///< page cache dropped for the file before reading (posix_fadvise)
+  /// Pinned H2D per (device, chunk size) (engine/cuda/h2d_floor.hpp); empty without a CUDA device.
+  std::vector<H2dFloor> h2d;
+  /// The H2D floor of a commit: the sum over the devices the TP ranks use of each device's best chunk size (ranks
+  /// on distinct devices copy over their own links in parallel; ranks sharing a device share its link). 0 if none.
+  double h2d_gbps = 0;
+  std::vector<int> h2d_devices;  ///< devices summed into h2d_gbps
 };
 
 /// Best of `repeats` copies of `bytes` split over `threads` threads.
@@ -24,6 +33,10 @@ double measure_host_memcpy_gbps(uint64_t bytes, int threads, int repeats = 3);
 /// Returns GB/s; sets `cold` when the page-cache drop is believed effective. Throws Error(Io).
 double measure_disk_read_gbps(const std::filesystem::path& dir, uint64_t bytes, bool* cold);
 FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes, int threads);
+/// Measures the pinned H2D floors of every visible device (chunks 16..1024 MiB, 1 GiB per pass, `streams` copy
+/// streams, as a commit copies) into `floors`, and sets h2d_gbps for `tp` ranks placed as the engine places them
+/// (rank r on device r % devices). Throws Error(Resource) without a CUDA device: a CUDA cell needs its floor.
+void add_h2d_floors(FloorMeasurement& floors, int tp, int streams);
 nlohmann::json floors_json(const FloorMeasurement& floors);
 
 }  // namespace wsb

@@ -136,6 +136,7 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   fs::remove_all(launch.workdir, ec);
   fs::create_directories(launch.workdir);
 
+  reset_peak_rss();
   const double boot0 = steady_seconds();
   EmbeddedEngineClient client(launch, in.v0_dir, 0);
   const double native_load_s = steady_seconds() - boot0;
@@ -260,6 +261,7 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
     times["pause"] = commit_report.pause_seconds;
     if (first_target > 0) times["envelope"] = first_target - prepare0;
     times["max_stall"] = max_step_gap(samples);
+    if (commit_report.cupti_overhead_seconds > 0) times["cupti_overhead"] = commit_report.cupti_overhead_seconds;
   }
   std::vector<PhaseRecord> phases = client.boot_phases();
   phases.insert(phases.end(), prepare_report.phases.begin(), prepare_report.phases.end());
@@ -269,6 +271,7 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   trial["times_s"] = times;
   trial["phases"] = phases_json(phases);
   trial["checks"] = checks.json();
+  if (in.cell.uses_cuda()) trial["cupti"] = cupti_json(commit_report.cupti);
   trial["memory"] = memory_snapshot();
   const ModeMemory mode_memory = client.mode_memory();
   trial["memory"]["mode_canonical_bytes"] = mode_memory.canonical_bytes;
@@ -293,7 +296,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     fs::remove_all(options.workdir, ec);
     fs::create_directories(options.workdir);
     ModelProfile profile = find_profile(cell.model, options.profiles_dir);
-    if (cell.layers) profile = scale_profile(profile, ProfileScale{cell.layers});
+    if (cell.scaled()) profile = scale_profile(profile, cell.scale());
 
     const fs::path store_dir = options.workdir / "store";
     PublishOptions publish_options;
@@ -316,9 +319,17 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     const fs::path reference_dir = options.workdir / "reference";
     write_full_checkpoint(profile, cell.seed, cell.target, cell.density, reference_dir);
 
-    out["floors"] = floors_json(measure_floors(options.workdir, cell.floor_bytes, cell.prepare_threads));
+    FloorMeasurement floors = measure_floors(options.workdir, cell.floor_bytes, cell.prepare_threads);
+    if (cell.uses_cuda()) add_h2d_floors(floors, cell.tp, cell.copy_streams);
+    out["floors"] = floors_json(floors);
 
     EngineLaunch launch{profile, cell.tp, cell.mode, store_dir, options.workdir, cell.prepare_threads};
+    if (cell.uses_cuda()) {
+      launch.backend = "cuda";
+      launch.device.chunk_bytes = cell.chunk_bytes;
+      launch.device.streams_per_rank = cell.copy_streams;
+      launch.cupti = cell.cupti;
+    }
     Reference reference;
     {
       EngineLaunch ref_launch = launch;

@@ -10,11 +10,14 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 
+#include "engine/cuda/cuda_ops.hpp"
 #include "harness/context.hpp"
 #include "models/core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
+#include "modes/sync/rank_image.hpp"
 
 extern char** environ;
 
@@ -61,15 +64,42 @@ std::string spawn_and_wait(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+void check_device_fits(const MatrixCell& cell, const std::vector<RankLayout>& layouts) {
+  const int devices = cuda_ops::visible_devices();
+  if (devices == 0) {
+    throw Error(ErrorKind::Resource,
+                fmt::format("engine '{}' needs a CUDA device; none is visible here ({})", cell.engine,
+                            cuda_ops::built() ? "driver reports no device" : "this wsbench was built without CUDA"));
+  }
+  // Device storages of the engine under test (the reference engine is gone before a trial boots). Slots' KV caches
+  // and scratch come on top; the engine reports them itself when they do not fit.
+  std::map<int, uint64_t> need;
+  for (size_t r = 0; r < layouts.size(); ++r) {
+    uint64_t bytes = 0;
+    storage_offsets(layouts[r], &bytes);
+    need[static_cast<int>(r) % devices] += bytes;
+  }
+  for (const auto& [device, bytes] : need) {
+    uint64_t free_bytes = 0, total_bytes = 0;
+    cuda_ops::memory_info(device, &free_bytes, &total_bytes);
+    if (bytes > free_bytes) {
+      throw Error(ErrorKind::Resource,
+                  fmt::format("TP {} needs {} bytes of runtime storages on device {} ({}), {} free of {}", cell.tp,
+                              bytes, device, cuda_ops::device_name(device), free_bytes, total_bytes));
+    }
+  }
+}
+
 void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, const fs::path& profiles_dir) {
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto& cell = cells[i];
     try {
       ModelProfile profile = find_profile(cell.model, profiles_dir);
-      if (cell.layers) profile = scale_profile(profile, ProfileScale{cell.layers});
-      build_rank_layouts(profile, cell.tp);
+      if (cell.scaled()) profile = scale_profile(profile, cell.scale());
+      const auto layouts = build_rank_layouts(profile, cell.tp);
+      if (cell.uses_cuda()) check_device_fits(cell, layouts);
     } catch (const Error& e) {
-      throw Error(ErrorKind::Format,
+      throw Error(e.kind() == ErrorKind::Resource ? ErrorKind::Resource : ErrorKind::Format,
                   fmt::format("{}: cell '{}': {}", matrix.path.string(), cell.id, e.what()));
     }
   }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/matrix.hpp"
+#include "models/layout/tp_layout.hpp"
 
 namespace wsb {
 
@@ -23,8 +24,13 @@ struct RunOptions {
 std::vector<std::string> cell_command(const MatrixCell& cell, const std::filesystem::path& self, const RunOptions& options,
                                       const std::filesystem::path& cell_out, const std::filesystem::path& workdir);
 
-/// Checks that every cell's profile exists and its scale and TP size fit. Throws Error(Format) naming the matrix,
-/// the cell and the reason.
+/// A CUDA cell's preflight: a CUDA device is visible and every device can hold the runtime storages of the TP ranks
+/// placed on it (rank r on device r % devices). Throws Error(Resource) saying what was needed and what is there.
+void check_device_fits(const MatrixCell& cell, const std::vector<RankLayout>& layouts);
+
+/// Checks that every cell's profile exists and its scale and TP size fit, and that CUDA cells find their device
+/// (check_device_fits). Throws Error(Format) naming the matrix, the cell and the reason; Error(Resource) for a
+/// missing or too small device.
 void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, const std::filesystem::path& profiles_dir);
 
 /// Runs the matrix (after check_cells); returns results.json's object. A child that dies or writes no result yields a failed cell

@@ -12,7 +12,7 @@ rm -rf .carry && mkdir -p .carry/tests .carry/bench .carry/src/tests .carry/src/
 echo "$source_dir" > .carry/SOURCE_DIR
 cp -r "$source_dir/tests/fixtures" .carry/src/tests/
 cp -r "$source_dir/models/profiles" .carry/src/models/
-cp -r "$source_dir/matrices" .carry/src/
+
 cp "$build/wsbench" .carry/
 find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -exec cp {} .carry/tests/ \;
 find "$build/bench" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .carry/bench/ \; 2>/dev/null || true

@@ -1,27 +1,56 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, after scripts/device-bundle.sh here.
-# Writes logs and results under $OUT: every test executable, the smoke matrix, the benchmarks, the floors.
+# Usage: scripts/device-run.sh STEP...   (default: tests physics smoke smoke-cuda interop bench)
+#   tests        every test executable (GoogleTest JSON per executable)
+#   physics      wsbench physics (host memcpy, disk read, pinned H2D per chunk size)
+#   smoke        matrices/smoke.json (embedded CPU engine)
+#   smoke-cuda   matrices/smoke-cuda.json (CUDA backend)
+#   interop      tests/interop/interop_check.py against torch + safetensors
+#   bench        every benchmark executable (Google Benchmark JSON)
+#   h200=REGEX   matrices/h200.json, cells whose id matches REGEX (results under h200/)
+# Writes logs and results under $OUT, packed so that at most 8 files come back.
 set -uo pipefail
 out=${OUT:-/tmp/wsbench-device}
 mkdir -p "$out"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests physics smoke smoke-cuda interop bench)
 # Tests were compiled with absolute fixture/profile paths of the build machine's checkout: recreate that path.
 source_dir=$(cat .carry/SOURCE_DIR)
 mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$PWD/.carry/src" "$source_dir"
 export WSBENCH_PROFILES=$PWD/.carry/src/models/profiles
-[ -f .carry/tests.tgz ] && tar xzf .carry/tests.tgz -C .carry
+[ -f .carry/tests.tgz ] && [ ! -d .carry/tests ] && tar xzf .carry/tests.tgz -C .carry
 export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv > "$out/gpu.csv" 2>&1
-mkdir -p "$out/gtest"
-pass=0; fail=0
-for t in .carry/tests/test_*; do
-  name=$(basename "$t")
-  if "$t" --gtest_output="json:$out/gtest/$name.json" > "$out/gtest/$name.log" 2>&1; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED $name"; fi
+mkdir -p "$out/logs"
+for step in "${steps[@]}"; do
+  t0=$(date +%s)
+  case "$step" in
+    tests)
+      mkdir -p "$out/logs/gtest"
+      pass=0; fail=0
+      for t in .carry/tests/test_*; do
+        name=$(basename "$t")
+        [[ "$name" == *.so* ]] && continue
+        if timeout 300 "$t" --gtest_output="json:$out/logs/gtest/$name.json" > "$out/logs/gtest/$name.log" 2>&1; then
+          pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED $name"; grep -E "^\[  FAILED|Failure|error" "$out/logs/gtest/$name.log" | head -8; fi
+      done
+      echo "test executables: $pass passed, $fail failed" | tee "$out/logs/tests.txt" ;;
+    physics) .carry/wsbench physics --dir /tmp --bytes $((1<<30)) --threads 16 | tee "$out/logs/physics.txt" ;;
+    smoke) .carry/wsbench run matrices/smoke.json --out "$out/logs/smoke" > "$out/logs/smoke.txt" 2>&1; echo "smoke rc $?"; tail -30 "$out/logs/smoke.txt" ;;
+    smoke-cuda) .carry/wsbench run matrices/smoke-cuda.json --out "$out/logs/smoke-cuda" > "$out/logs/smoke-cuda.txt" 2>&1; echo "smoke-cuda rc $?"; tail -40 "$out/logs/smoke-cuda.txt" ;;
+    interop) PYTHONUNBUFFERED=1 python3 tests/interop/interop_check.py --wsbench .carry/wsbench --profiles .carry/src/models/profiles --out "$out/logs/interop" > "$out/logs/interop.txt" 2>&1; echo "interop rc $?"; tail -25 "$out/logs/interop.txt" ;;
+    bench)
+      for b in .carry/bench/bench_*; do
+        [[ "$b" == *.so* ]] && continue
+        timeout 240 "$b" --benchmark_format=console --benchmark_out="$out/logs/$(basename "$b").json" --benchmark_out_format=json > "$out/logs/$(basename "$b").txt" 2>&1; echo "$(basename "$b") rc $?"; tail -25 "$out/logs/$(basename "$b").txt"
+      done ;;
+    h200=*) regex=${step#h200=}
+      .carry/wsbench run matrices/h200.json --filter "$regex" --out "/tmp/h200-work" > "$out/logs/h200.txt" 2>&1; echo "h200 rc $?"
+      mkdir -p "$out/logs/h200"; cp /tmp/h200-work/results.json /tmp/h200-work/report.md "$out/logs/h200/" 2>/dev/null; cp -r /tmp/h200-work/cells "$out/logs/h200/" 2>/dev/null
+      tail -60 "$out/logs/h200.txt" ;;
+    *) echo "unknown step $step" ;;
+  esac
+  echo "step $step: $(( $(date +%s) - t0 )) s"
 done
-echo "test executables: $pass passed, $fail failed" | tee "$out/tests.txt"
-.carry/wsbench physics --dir /tmp --bytes $((1<<30)) --threads 16 | tee "$out/physics.txt"
-.carry/wsbench run .carry/src/matrices/smoke.json --out "$out/smoke" | tee "$out/smoke.txt"
-for b in .carry/bench/bench_*; do "$b" --benchmark_format=json --benchmark_out="$out/$(basename "$b").json" --benchmark_out_format=json | tail -20; done
-# The device tool returns at most 8 files: pack the folders.
-tar czf "$out/gtest.tgz" -C "$out" gtest && rm -rf "$out/gtest"
-[ -d "$out/smoke" ] && tar czf "$out/smoke.tgz" -C "$out" smoke && rm -rf "$out/smoke"
+tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"
 ls -la "$out"

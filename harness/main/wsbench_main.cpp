@@ -65,6 +65,21 @@ int main(int argc, char** argv) {
   report->add_option("results", report_inputs, "results.json files")->required()->check(CLI::ExistingFile);
   report->add_option("--markdown", report_md, "also write report.md here");
 
+  wsb::InspectArgs inspect_args;
+  auto* inspect = app.add_subcommand("inspect", "list a checkpoint's tensors: dtype, shape, file, bytes, sha256, values");
+  inspect->add_option("checkpoint", inspect_args.checkpoint, "checkpoint directory or .safetensors file")->required();
+  inspect->add_option("--json", inspect_args.json_out, "write JSON here (- for stdout instead of the table)");
+  inspect->add_flag("--values", inspect_args.values, "decode values (auto by dtype and quantization role)");
+  inspect->add_option("--decode", inspect_args.decode,
+                      "TENSOR=KIND overriding the automatic decode (repeatable); KIND: none int e4m3 e5m2 e8m0 e2m1 bf16 f16 "
+                      "f32 f64")
+      ->allow_extra_args(false)  // one value per --decode, so a following positional stays the checkpoint
+      ->take_all();
+
+  fs::path codecs_json;
+  auto* codecs = app.add_subcommand("codecs", "wsbench's decode tables and encoder probes as JSON");
+  codecs->add_option("--json", codecs_json, "output file (default: stdout)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (profiles.empty()) profiles = wsb::default_profiles_dir();
@@ -74,6 +89,8 @@ int main(int argc, char** argv) {
     if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);
     if (*physics) return wsb::cmd_physics(physics_dir, physics_bytes, physics_threads);
     if (*report) return wsb::cmd_report(report_inputs, report_md);
+    if (*inspect) return wsb::cmd_inspect(inspect_args);
+    if (*codecs) return wsb::cmd_codecs(codecs_json);
   } catch (const wsb::Error& e) {
     std::cerr << fmt::format("wsbench: error ({}): {}\n", wsb::error_kind_name(e.kind()), e.what());
     return 2;

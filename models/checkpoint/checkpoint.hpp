@@ -58,6 +58,10 @@ class CheckpointReader {
   /// Throws Error(Missing) naming directory and tensor.
   const SafetensorsEntry& entry(std::string_view name) const;
   std::span<const uint8_t> data(std::string_view name) const;
+  /// SafetensorsFile::release of the shard holding `name` (no-op for an unknown name).
+  void release(std::string_view name) const;
+  /// SafetensorsFile::prefetch of the shard holding `name` (no-op for an unknown name).
+  void prefetch(std::string_view name) const;
   /// The shard file that holds `name`.
   const SafetensorsFile& shard_of(std::string_view name) const;
   /// Shards in file-name order.

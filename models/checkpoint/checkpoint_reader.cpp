@@ -117,6 +117,16 @@ std::span<const uint8_t> CheckpointReader::data(std::string_view name) const {
   return file.data(file.at(name));
 }
 
+void CheckpointReader::release(std::string_view name) const {
+  auto it = tensor_shard_.find(name);
+  if (it != tensor_shard_.end()) it->second->release(name);
+}
+
+void CheckpointReader::prefetch(std::string_view name) const {
+  auto it = tensor_shard_.find(name);
+  if (it != tensor_shard_.end()) it->second->prefetch(name);
+}
+
 std::vector<const SafetensorsFile*> CheckpointReader::shards() const {
   std::vector<const SafetensorsFile*> out;
   out.reserve(shards_.size());

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -122,6 +123,31 @@ std::span<const uint8_t> SafetensorsFile::data(const SafetensorsEntry& entry) co
                                                path_.string(), entry.name, entry.begin, entry.end));
   }
   return {map_ + data_start_ + entry.begin, static_cast<size_t>(entry.bytes())};
+}
+
+namespace {
+
+/// madvise over the whole pages covering [begin, end) of a read-only file mapping. Rounding outward is safe there:
+/// dropping a neighbour's page costs at most a refault from the page cache, never data.
+void advise_pages(const uint8_t* map, size_t map_size, uint64_t begin, uint64_t end, int advice) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  begin = begin / page * page;
+  end = std::min<uint64_t>((end + page - 1) / page * page, map_size);
+  if (end > begin) ::madvise(const_cast<uint8_t*>(map) + begin, end - begin, advice);
+}
+
+}  // namespace
+
+void SafetensorsFile::release(std::string_view name) const {
+  const SafetensorsEntry* entry = find(name);
+  if (entry == nullptr || map_ == nullptr || entry->bytes() == 0) return;
+  advise_pages(map_, map_size_, data_start_ + entry->begin, data_start_ + entry->end, MADV_DONTNEED);
+}
+
+void SafetensorsFile::prefetch(std::string_view name) const {
+  const SafetensorsEntry* entry = find(name);
+  if (entry == nullptr || map_ == nullptr || entry->bytes() == 0) return;
+  advise_pages(map_, map_size_, data_start_ + entry->begin, data_start_ + entry->end, MADV_WILLNEED);
 }
 
 }  // namespace wsb

@@ -55,6 +55,13 @@ class SafetensorsFile {
   /// `entry` (e.g. one taken from another file) does not fit this file.
   std::span<const uint8_t> data(const SafetensorsEntry& entry) const;
   std::span<const uint8_t> data(std::string_view name) const { return data(at(name)); }
+  /// Drops the mapped pages of `name`'s bytes from this process (madvise MADV_DONTNEED on the read-only file
+  /// mapping: the next access faults them back in from the page cache). Streaming loaders call it after a
+  /// tensor is consumed so a full-model load never holds the whole checkpoint in its resident set. Best effort.
+  void release(std::string_view name) const;
+  /// Asks the kernel to start reading `name`'s pages now (madvise MADV_WILLNEED), so a loader can overlap the
+  /// disk read of the next tensor with work on the current one. Best effort.
+  void prefetch(std::string_view name) const;
   /// `__metadata__` (empty when absent).
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   /// Offset of the data buffer in the file (8 + header length).

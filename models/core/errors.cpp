@@ -13,6 +13,7 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::Mismatch: return "mismatch";
     case ErrorKind::Io: return "io";
     case ErrorKind::Fatal: return "fatal";
+    case ErrorKind::Resource: return "resource";
   }
   return "unknown";
 }

@@ -16,6 +16,7 @@ enum class ErrorKind {
   Mismatch,   ///< shape / dtype / name sets disagree
   Io,         ///< operating-system error (errno text included)
   Fatal,      ///< engine must stop serving (mutation started and failed)
+  Resource,   ///< a machine resource is absent or too small (no GPU, device memory, pinned memory)
 };
 
 const char* error_kind_name(ErrorKind kind);

@@ -46,7 +46,12 @@ void PhaseLog::clear() {
 }
 
 ScopedPhase::ScopedPhase(PhaseLog& log, std::string name, Floor floor, uint64_t bytes)
-    : log_(log), name_(std::move(name)), floor_(floor), bytes_(bytes), start_(std::chrono::steady_clock::now()) {}
+    : log_(log),
+      name_(std::move(name)),
+      floor_(floor),
+      bytes_(bytes),
+      start_(std::chrono::steady_clock::now()),
+      range_(name_) {}
 
 ScopedPhase::~ScopedPhase() {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

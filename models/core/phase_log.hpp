@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "models/core/nvtx.hpp"
+
 namespace wsb {
 
 /// Which measured physical limit a phase is compared with (reports: time / (bytes / floor GB/s)).
@@ -36,7 +38,8 @@ class PhaseLog {
   std::vector<PhaseRecord> records_;
 };
 
-/// Times a scope into a PhaseLog. Set `bytes` before the scope ends.
+/// Times a scope into a PhaseLog and marks it as an NVTX range of the same name (Nsight Systems). Set `bytes` before
+/// the scope ends.
 class ScopedPhase {
  public:
   ScopedPhase(PhaseLog& log, std::string name, Floor floor = Floor::None, uint64_t bytes = 0);
@@ -52,6 +55,7 @@ class ScopedPhase {
   Floor floor_;
   uint64_t bytes_;
   std::chrono::steady_clock::time_point start_;
+  NvtxRange range_;
 };
 
 /// Seconds since an arbitrary process-wide steady epoch (for timestamps compared within one process).

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <thread>
+#include <utility>
 
 #include "models/core/errors.hpp"
+#include "models/core/nvtx.hpp"
 #include "modes/store/publication.hpp"
 #include "modes/sync/delta_fold.hpp"
+#include "modes/sync/work_queue.hpp"
 
 namespace wsb {
 
@@ -20,7 +24,7 @@ CpuMode::CpuMode(SyncContext context) : context_(std::move(context)) {
     cursor += canonical_[i].bytes();
   }
   canonical_image_ = HostBuffer(cursor, kImageAlignment);
-  for (const auto& layout : context_.layouts) images_.emplace_back(layout);
+  for (const auto& layout : context_.layouts) images_.emplace_back(layout, context_.pinner);
 }
 
 std::span<uint8_t> CpuMode::tensor_span(size_t index) {
@@ -40,6 +44,7 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
     expect_tensor(checkpoint, spec, checkpoint.dir().string());
     auto src = checkpoint.data(spec.name);
     std::copy(src.begin(), src.end(), tensor_span(i).begin());
+    checkpoint.release(spec.name);  // the canonical image now holds it; keep the resident set bounded
     phase.add_bytes(src.size());
   }
   canonical_version_ = version;
@@ -50,24 +55,18 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
 void CpuMode::build_rank_images(PhaseLog& log) {
   ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
   CanonicalLookup lookup = [this](const std::string& name) { return canonical_tensor(name); };
-  // One worker per TP rank: ranks write disjoint images and read the canonical image only.
-  std::vector<std::exception_ptr> errors(images_.size());
-  {
-    std::vector<std::jthread> workers;
-    for (size_t r = 0; r < images_.size(); ++r) {
-      workers.emplace_back([&, r] {
-        try {
-          const auto& layout = context_.layouts[r];
-          for (size_t s = 0; s < layout.storages.size(); ++s) load_storage(layout.storages[s], lookup, images_[r].storage(s));
-        } catch (...) {
-          errors[r] = std::current_exception();
-        }
+  // Every (rank, storage) is independent: storages are disjoint and the canonical image is only read.
+  std::vector<std::pair<size_t, size_t>> items;
+  for (size_t r = 0; r < images_.size(); ++r) {
+    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s) items.emplace_back(r, s);
+  }
+  run_largest_first(
+      items.size(), context_.threads,
+      [&](size_t i) { return context_.layouts[items[i].first].storages[items[i].second].bytes(); },
+      [&](size_t i) {
+        const auto [r, s] = items[i];
+        load_storage(context_.layouts[r].storages[s], lookup, images_[r].storage(s));
       });
-    }
-  }
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
   for (const auto& image : images_) phase.add_bytes(image.payload_bytes());
 }
 
@@ -104,17 +103,19 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
     {
       ScopedPhase phase(log, "prepare.apply_verify", Floor::HostMemcpy);
       std::vector<FoldUndo> undo(canonical_.size());
-      size_t done = 0;
+      std::unique_ptr<bool[]> folded(new bool[canonical_.size()]());
       try {
-        for (; done < canonical_.size(); ++done) {
-          fold_tensor(plan, canonical_[done], tensor_span(done), &undo[done]);
-          phase.add_bytes(canonical_[done].bytes());
-        }
+        run_largest_first(
+            canonical_.size(), context_.threads, [&](size_t i) { return canonical_[i].bytes(); },
+            [&](size_t i) { fold_tensor(plan, canonical_[i], tensor_span(i), &undo[i]); }, folded.get());
       } catch (...) {
         // Checksums are verified before anything is used: put every folded tensor back.
-        while (done-- > 0) unfold_tensor(plan, undo[done], tensor_span(done));
+        for (size_t i = 0; i < canonical_.size(); ++i) {
+          if (folded[i]) unfold_tensor(plan, undo[i], tensor_span(i));
+        }
         throw;
       }
+      for (const auto& spec : canonical_) phase.add_bytes(spec.bytes());
     }
     canonical_version_ = target;
   }
@@ -131,12 +132,15 @@ void CpuMode::preflight(uint32_t target) const {
 
 void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
   ScopedPhase phase(log, "commit.copy", storages.copy_floor());
+  // Every rank's copies are issued before any is waited for, so ranks on different devices copy in parallel.
   for (size_t r = 0; r < images_.size(); ++r) {
+    NvtxRange rank_range(fmt::format("commit.copy rank {}", r));
     for (size_t s = 0; s < images_[r].storage_count(); ++s) {
       storages.write(static_cast<int>(r), s, 0, images_[r].storage(s));
     }
     phase.add_bytes(images_[r].payload_bytes());
   }
+  NvtxRange wait_range("commit.copy wait");
   storages.synchronize();
 }
 

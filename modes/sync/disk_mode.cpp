@@ -66,6 +66,9 @@ DiskMode::DiskMode(SyncContext context) : context_(std::move(context)) {
   for (const auto& layout : context_.layouts) {
     for (const auto& storage : layout.storages) staging_bytes_ = std::max<uint64_t>(staging_bytes_, storage.bytes());
   }
+  // Two staging buffers of the largest storage, allocated (and pinned on CUDA) once, never inside a pause: the
+  // reload reads/transforms storage i into one while storage i-1 is copied out of the other.
+  for (auto& buffer : staging_) buffer = HostBuffer(staging_bytes_, 4096, context_.pinner);
 }
 
 fs::path DiskMode::checkpoint_dir() const { return context_.workdir / "checkpoint"; }
@@ -247,26 +250,44 @@ void DiskMode::preflight(uint32_t target) const {
 void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
   CheckpointReader local(checkpoint_dir());
   CanonicalLookup lookup = [&local](const std::string& name) { return local.data(name); };
-  HostBuffer staging(staging_bytes_, 4096);
+  std::vector<std::pair<size_t, size_t>> order;  // (rank, storage) in reload order
   for (size_t r = 0; r < context_.layouts.size(); ++r) {
-    const auto& layout = context_.layouts[r];
-    for (size_t s = 0; s < layout.storages.size(); ++s) {
-      const auto& spec = layout.storages[s];
-      auto out = staging.span().subspan(0, spec.bytes());
-      {
-        ScopedPhase phase(log, "commit.read_transform", Floor::DiskRead, spec.bytes());
-        load_storage(spec, lookup, out);
-      }
-      ScopedPhase phase(log, "commit.copy", storages.copy_floor(), spec.bytes());
-      storages.write(static_cast<int>(r), s, 0, out);
+    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s) order.emplace_back(r, s);
+  }
+  auto spec_of = [&](size_t i) -> const RuntimeStorageSpec& {
+    return context_.layouts[order[i].first].storages[order[i].second];
+  };
+  auto prefetch = [&](size_t i) {
+    if (i < order.size()) {
+      for (const auto& fragment : spec_of(i).fragments) local.prefetch(fragment.canonical);
+    }
+  };
+  prefetch(0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto [r, s] = order[i];
+    const RuntimeStorageSpec& spec = spec_of(i);
+    prefetch(i + 1);  // the disk reads ahead while this storage is gathered and transformed
+    auto out = staging_[i % 2].span().subspan(0, spec.bytes());
+    {
+      ScopedPhase phase(log, "commit.read_transform", Floor::DiskRead, spec.bytes());
+      load_storage(spec, lookup, out);
+    }
+    for (const auto& fragment : spec.fragments) local.release(fragment.canonical);
+    // The previous storage's copy (from the other buffer) overlapped the read above; it must land before this
+    // buffer's copy is issued, and before the other buffer is refilled next iteration.
+    {
+      ScopedPhase phase(log, "commit.copy_wait");  // copy time the reads did not hide
       storages.synchronize();
     }
+    storages.write(static_cast<int>(r), s, 0, out);
   }
+  ScopedPhase phase(log, "commit.copy_wait");
+  storages.synchronize();
 }
 
 ModeMemory DiskMode::memory() const {
   ModeMemory m;
-  m.staging_bytes = staging_bytes_;
+  m.staging_bytes = 2 * staging_bytes_;
   return m;
 }
 

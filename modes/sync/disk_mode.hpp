@@ -52,6 +52,7 @@ class DiskMode final : public SyncMode {
   std::vector<TensorSpec> canonical_;
   std::optional<uint32_t> prepared_;
   uint64_t staging_bytes_ = 0;
+  HostBuffer staging_[2];  ///< commit's double-buffered staging (pinned on CUDA)
 };
 
 }  // namespace wsb

@@ -1,5 +1,5 @@
 #pragma once
-// Aligned host allocations (rank images are 4 KiB aligned so they can be pinned / registered with CUDA later).
+// Aligned host allocations (rank images are 4 KiB aligned so they can be pinned / registered with CUDA).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -7,22 +7,39 @@
 
 namespace wsb {
 
-/// Owning, aligned, zero-initialised byte buffer. Alignment must be a power of two.
+/// Page-locks host memory for DMA. The CUDA backend supplies one (cudaHostRegister, engine/cuda/pinned.hpp); the
+/// CPU backend passes none. Modes stay free of CUDA by seeing only this interface.
+class HostPinner {
+ public:
+  virtual ~HostPinner() = default;
+  /// Pins [p, p + bytes) (p 4 KiB aligned). Throws Error(Resource) saying the bytes requested when refused.
+  virtual void pin(void* p, size_t bytes) const = 0;
+  /// Undoes pin(p, ...). Never throws.
+  virtual void unpin(void* p) const noexcept = 0;
+};
+
+/// Deleter of HostBuffer: unpins (when pinned) and frees.
+struct HostBufferFree {
+  const HostPinner* pinner = nullptr;
+  void operator()(uint8_t* p) const;
+};
+
+/// Owning, aligned, zero-initialised byte buffer, optionally pinned for its whole life (pinning happens here, at
+/// allocation, never inside a pause). Alignment must be a power of two.
 class HostBuffer {
  public:
   HostBuffer() = default;
-  HostBuffer(size_t bytes, size_t alignment);
+  /// Throws std::bad_alloc, or whatever `pinner->pin` throws (the memory is freed first).
+  HostBuffer(size_t bytes, size_t alignment, const HostPinner* pinner = nullptr);
   std::span<uint8_t> span() { return {data_.get(), size_}; }
   std::span<const uint8_t> span() const { return {data_.get(), size_}; }
   uint8_t* data() { return data_.get(); }
   const uint8_t* data() const { return data_.get(); }
   size_t size() const { return size_; }
+  bool pinned() const { return data_.get_deleter().pinner != nullptr; }
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t, Free> data_;
+  std::unique_ptr<uint8_t, HostBufferFree> data_;
   size_t size_ = 0;
 };
 

@@ -15,14 +15,14 @@ std::vector<uint64_t> storage_offsets(const RankLayout& layout, uint64_t* total_
   return offsets;
 }
 
-RankImage::RankImage(const RankLayout& layout) {
+RankImage::RankImage(const RankLayout& layout, const HostPinner* pinner) {
   uint64_t total = 0;
   offsets_ = storage_offsets(layout, &total);
   for (const auto& storage : layout.storages) {
     sizes_.push_back(storage.bytes());
     payload_bytes_ += storage.bytes();
   }
-  buffer_ = HostBuffer(total, kImageAlignment);
+  buffer_ = HostBuffer(total, kImageAlignment, pinner);
 }
 
 std::span<uint8_t> RankImage::storage(size_t index) { return buffer_.span().subspan(offsets_.at(index), sizes_[index]); }

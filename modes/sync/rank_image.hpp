@@ -19,7 +19,9 @@ std::vector<uint64_t> storage_offsets(const RankLayout& layout, uint64_t* total_
 
 class RankImage {
  public:
-  explicit RankImage(const RankLayout& layout);
+  /// Allocates the image (zero-filled); pinned for its whole life when `pinner` is given. Throws as HostBuffer.
+  explicit RankImage(const RankLayout& layout, const HostPinner* pinner = nullptr);
+  bool pinned() const { return buffer_.pinned(); }
   std::span<uint8_t> storage(size_t index);
   std::span<const uint8_t> storage(size_t index) const;
   size_t storage_count() const { return offsets_.size(); }

@@ -13,6 +13,7 @@
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
 #include "modes/store/store.hpp"
+#include "modes/sync/host_buffer.hpp"
 #include "modes/sync/storage_target.hpp"
 
 namespace wsb {
@@ -24,6 +25,8 @@ struct SyncContext {
   std::filesystem::path store;         ///< publication store
   std::filesystem::path workdir;       ///< mode-private files (disk mode's mutable checkpoint)
   int threads = 2;                     ///< prepare worker threads
+  /// Pins rank images and commit staging (CUDA backend); null on the CPU backend. Must outlive the mode.
+  const HostPinner* pinner = nullptr;
 };
 
 /// Host memory a mode holds between updates, in bytes (canonical image, rank images, staging).

@@ -67,5 +67,51 @@ TEST(Matrix, TheSmokeMatrixLoads) {
   EXPECT_EQ(m.cells[0].n, 3);
 }
 
+TEST(Matrix, CudaEngineFieldsAndScaleKnobs) {
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "defaults": {"engine": "embedded-cuda"},
+      "cells": [{"model": "glm-4.5-air-fp8", "mode": "cpu", "layers": 2, "experts": 8, "chunk_bytes": 16777216,
+                 "copy_streams": 4, "cupti": false},
+                {"model": "llama-tiny-bf16", "mode": "disk", "engine": "embedded-cpu"}]})"),
+                              "m.json");
+  ASSERT_EQ(m.cells.size(), 2u);
+  const MatrixCell& cuda = m.cells[0];
+  EXPECT_TRUE(cuda.uses_cuda());
+  EXPECT_EQ(cuda.chunk_bytes, 16777216u);
+  EXPECT_EQ(cuda.copy_streams, 4);
+  EXPECT_FALSE(cuda.cupti);
+  EXPECT_EQ(cuda.scale().layers, 2);
+  EXPECT_EQ(cuda.scale().experts, 8);
+  EXPECT_EQ(cuda.to_json()["experts"], 8);
+  EXPECT_EQ(cuda.to_json()["copy_streams"], 4);
+  EXPECT_FALSE(m.cells[1].uses_cuda());
+  EXPECT_FALSE(m.cells[1].scaled());
+  EXPECT_FALSE(m.cells[1].to_json().contains("copy_streams"));  // CUDA knobs only where they mean something
+}
+
+TEST(Matrix, CudaFieldErrors) {
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "engine": "cuda"}]})")),
+            "m.json: cell 0: field 'engine': unknown engine 'cuda'");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "copy_streams": 0}]})")),
+            "m.json: cell 0: field 'copy_streams' must be 1..16, got 0");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "chunk_bytes": 4096}]})")),
+            "m.json: cell 0: field 'chunk_bytes' must be >= 1 MiB");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "cupti": 1}]})")),
+            "m.json: cell 0: field 'cupti' must be true or false, got 1");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "experts": 0}]})")),
+            "m.json: cell 0: field 'experts' must be >= 1");
+}
+
+TEST(Matrix, TheShippedMatricesLoad) {
+  const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
+  const auto cuda = load_matrix(dir / "smoke-cuda.json");
+  ASSERT_EQ(cuda.cells.size(), 8u);
+  for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
+  const auto h200 = load_matrix(dir / "h200.json");
+  ASSERT_EQ(h200.cells.size(), 11u);
+  EXPECT_EQ(h200.cells[0].model, "llama-3.1-8b-bf16");
+  EXPECT_FALSE(h200.cells[0].scaled());  // full size
+  EXPECT_EQ(h200.cells[10].experts, 128);
+}
+
 }  // namespace
 }  // namespace wsb

@@ -1,0 +1,78 @@
+#pragma once
+// Family-independent part of every device forward (CUDA builds only): input checks, device checks, sequence
+// slots (each with its TpSlot and the family's per-slot buffers, allocated when the slot is first taken and kept
+// for reuse), and the step: token/position upload, the decode step (captured once per slot as a CUDA graph and
+// replayed, or launched directly), the logits download. A family implements two hooks: its per-slot buffers and
+// the enqueueing of one decode step over TpSlot's rank operations and the kernels of device_kernels.hpp.
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/device_forward.hpp"
+#include "engine/kernels/tp_slot.hpp"
+
+namespace wsb::dk {
+
+/// Which slots are taken; shared with the sequences so a sequence outliving its model only flips a flag.
+struct SlotPool {
+  std::mutex mutex;
+  std::vector<char> used;
+};
+
+class DeviceForwardBase : public ForwardModel {
+ public:
+  ~DeviceForwardBase() override;
+
+  /// Takes a free slot (creating its buffers on first use). Throws Error(Resource) "... all <n> sequence slots are
+  /// in use" when none is free, or when its device memory cannot be allocated.
+  std::unique_ptr<SequenceState> new_sequence() const override;
+  /// Throws Error(Mismatch) for a sequence of another model, Error(Format) for a token outside [0, vocab),
+  /// Error(Resource) once the sequence holds max_positions tokens, Error(Io) for CUDA failures.
+  void step(SequenceState& seq, int32_t token, std::vector<float>& logits) const override;
+  int vocab() const override { return vocab_; }
+
+  /// The family's per-slot device buffers (KV caches, scratch); public so families can derive them in their own
+  /// translation units.
+  struct SlotBuffers {
+    virtual ~SlotBuffers() = default;
+  };
+
+ protected:
+  /// Checks, in this order: `expected` vs `layouts` vs `views` (check_device_views, Error(Mismatch)); options
+  /// (max_sequences >= 1, max_positions >= 1, else Error(Format)); a CUDA device present (else
+  /// Error(Resource) "no CUDA device"); each view's device exists and every storage address is device (or
+  /// managed) memory of that device (else Error(Mismatch) naming the storage). Enables peer access between rank
+  /// 0's device and the others where the hardware allows it (copies work without it).
+  DeviceForwardBase(const std::string& profile_id, int vocab, int64_t hidden, const std::vector<RankLayout>& expected,
+                    const std::vector<RankLayout>& layouts, const std::vector<DeviceRankView>& views,
+                    const DeviceForwardOptions& options);
+
+  /// Allocates one slot's family buffers (called under the slot lock, on first use of the slot).
+  virtual std::unique_ptr<SlotBuffers> make_slot_buffers(int slot) const = 0;
+  /// Enqueues one decode step on `tp`: must start with tp.broadcast_scalars() and end with every rank's logits
+  /// slice written through tp.gather(). Runs inside a stream capture when graphs are on, so it must not
+  /// synchronize, allocate, or branch on device data.
+  virtual void enqueue_step(TpSlot& tp, SlotBuffers& buffers) const = 0;
+
+  const std::string& id() const { return id_; }
+  const TpTopology& topology() const { return topo_; }
+  const DeviceForwardOptions& options() const { return options_; }
+  int tp() const { return topo_.ranks(); }
+
+ private:
+  struct Slot {
+    std::unique_ptr<TpSlot> tp;
+    std::unique_ptr<SlotBuffers> buffers;
+  };
+
+  std::string id_;
+  int vocab_ = 0;
+  int64_t hidden_ = 0;
+  DeviceForwardOptions options_;
+  TpTopology topo_;
+  std::shared_ptr<SlotPool> pool_;
+  mutable std::vector<Slot> slots_;  ///< max_sequences entries; entry i written only under pool_->mutex
+};
+
+}  // namespace wsb::dk

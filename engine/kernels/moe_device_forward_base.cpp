@@ -1,0 +1,149 @@
+#ifdef WSBENCH_HAVE_CUDA
+#include "engine/kernels/moe_device_forward_base.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/kernels/cuda_util.hpp"
+#include "engine/kernels/moe_kernels.hpp"
+#include "models/core/errors.hpp"
+#include "models/forward/dense_ops.hpp"
+
+namespace wsb::dk {
+
+namespace {
+
+WeightType weight_type(const ModelProfile& p) {
+  switch (p.dtype) {
+    case DType::BF16:
+      return WeightType::BF16;
+    case DType::F16:
+      return WeightType::F16;
+    case DType::F32:
+      return WeightType::F32;
+    default:
+      throw Error(ErrorKind::Format, fmt::format("profile '{}': device forward: weight dtype {} is not supported "
+                                                 "(BF16, F16, F32)",
+                                                 p.id, dtype_name(p.dtype)));
+  }
+}
+
+/// The layouts the caller's must equal (after the dtype check, so an unsupported dtype reports Format first).
+std::vector<RankLayout> expected_layouts(const ModelProfile& p, const std::vector<RankLayout>& layouts) {
+  (void)weight_type(p);
+  if (layouts.empty())
+    throw Error(ErrorKind::Mismatch, fmt::format("profile '{}': device forward: no rank layouts", p.id));
+  return build_rank_layouts(p, static_cast<int>(layouts.size()));
+}
+
+}  // namespace
+
+MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
+                                           const std::vector<DeviceRankView>& views,
+                                           const DeviceForwardOptions& options, int rotary_dim)
+    : DeviceForwardBase(p.id, p.dims.vocab, p.dims.hidden, expected_layouts(p, layouts), layouts, views, options),
+      dims_(p.dims),
+      type_(weight_type(p)),
+      // torch adds the Python float eps to a float32 tensor in float32 (dense_ops.hpp rms_norm).
+      eps_(static_cast<float>(p.dims.rms_eps)),
+      layouts_(layouts),
+      views_(views) {
+  const int64_t vocab_rows = dims_.vocab / tp();
+  for (int r = 0; r < tp(); ++r) {
+    embed_.push_back(dense_linear(ref(r, "model.embed_tokens.weight"), vocab_rows, dims_.hidden).weight.data);
+    norm_.push_back(vec(r, "model.norm.weight", p.dtype, {dims_.hidden}));
+    lm_head_.push_back(dense_linear(ref(r, "lm_head.weight"), vocab_rows, dims_.hidden).weight.data);
+  }
+  // The host computes inv_freq exactly as the CPU forward does; each device keeps a copy for the rope kernels.
+  const std::vector<float> inv_freq = rope_inv_freq(dims_.rope_theta, rotary_dim);
+  const TpTopology& topo = topology();
+  for (int l = 0; l < topo.lanes(); ++l) {
+    const int device = topo.lane_device[static_cast<size_t>(l)];
+    const uint64_t bytes = std::max<uint64_t>(inv_freq.size(), 1) * sizeof(float);
+    inv_freq_arena_.emplace_back(device, bytes, fmt::format("profile '{}': device forward: rope frequencies", id()));
+    DeviceScope scope(device);
+    check(cudaMemcpy(inv_freq_arena_.back().data(), inv_freq.data(), inv_freq.size() * sizeof(float),
+                     cudaMemcpyHostToDevice),
+          fmt::format("profile '{}': device forward: uploading rope frequencies to device {}", id(), device));
+  }
+  for (int r = 0; r < tp(); ++r)
+    inv_freq_.push_back(inv_freq_arena_[static_cast<size_t>(topo.rank_lane[static_cast<size_t>(r)])].floats(0));
+}
+
+StorageRef MoeDeviceForwardBase::ref(int rank, const std::string& name) const {
+  const RankLayout& layout = layouts_[static_cast<size_t>(rank)];
+  const size_t index = layout.index_of(name);
+  return {&layout.storages[index], views_[static_cast<size_t>(rank)].storages[index]};
+}
+
+const uint8_t* MoeDeviceForwardBase::vec(int rank, const std::string& name, DType dtype, const Shape& shape) const {
+  return require_storage(ref(rank, name), dtype, shape).data;
+}
+
+std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_buffers(int slot) const {
+  auto out = std::make_unique<MoeSlot>();
+  const int64_t hidden = dims_.hidden, positions = options().max_positions;
+  const int64_t experts = std::max(dims_.experts, 1), top_k = std::max(dims_.top_k, 1);
+  for (int r = 0; r < tp(); ++r) {
+    ArenaPlan plan;
+    const uint64_t h = plan.add_floats(hidden), a = plan.add_floats(sizes_.scratch), b = plan.add_floats(sizes_.scratch),
+                   c = plan.add_floats(sizes_.scratch), d = plan.add_floats(sizes_.scratch),
+                   logits = plan.add_floats(experts), ids = plan.add(static_cast<uint64_t>(top_k) * sizeof(int32_t)),
+                   weights = plan.add_floats(top_k), gate_up = plan.add_floats(sizes_.gate_up),
+                   act = plan.add_floats(sizes_.act), expert_out = plan.add_floats(top_k * hidden),
+                   shared_out = plan.add_floats(hidden), bias_sum = plan.add_floats(hidden),
+                   residual = plan.add_floats(hidden), scores = plan.add_floats(sizes_.q_heads * positions);
+    std::vector<uint64_t> k, v;
+    for (int l = 0; l < dims_.layers; ++l) {
+      k.push_back(plan.add_floats(positions * sizes_.k_width));
+      v.push_back(plan.add_floats(positions * sizes_.v_width));
+    }
+    MoeRankBuffers s;
+    s.arena = DeviceArena(topology().rank_device[static_cast<size_t>(r)], plan.bytes(),
+                          fmt::format("profile '{}': device forward: slot {} rank {} KV caches ({} positions) and "
+                                      "scratch",
+                                      id(), slot, r, positions));
+    s.h = s.arena.floats(h);
+    s.a = s.arena.floats(a);
+    s.b = s.arena.floats(b);
+    s.c = s.arena.floats(c);
+    s.d = s.arena.floats(d);
+    s.logits = s.arena.floats(logits);
+    s.ids = reinterpret_cast<int32_t*>(s.arena.data() + ids);
+    s.weights = s.arena.floats(weights);
+    s.gate_up = s.arena.floats(gate_up);
+    s.act = s.arena.floats(act);
+    s.expert_out = s.arena.floats(expert_out);
+    s.shared_out = s.arena.floats(shared_out);
+    s.bias_sum = s.arena.floats(bias_sum);
+    s.residual = s.arena.floats(residual);
+    s.scores = s.arena.floats(scores);
+    for (int l = 0; l < dims_.layers; ++l) {
+      s.k.push_back(s.arena.floats(k[static_cast<size_t>(l)]));
+      s.v.push_back(s.arena.floats(v[static_cast<size_t>(l)]));
+    }
+    out->ranks.push_back(std::move(s));
+  }
+  return out;
+}
+
+void MoeDeviceForwardBase::enqueue_step(TpSlot& tp, SlotBuffers& buffers) const {
+  auto& slot = static_cast<MoeSlot&>(buffers);
+  const int64_t vocab_rows = dims_.vocab / this->tp();
+  tp.broadcast_scalars();
+  // Vocab-parallel embedding: every rank contributes its row or zeros; the rank-ordered sum is the row.
+  tp.rank_partials(false, false, [&](int r, cudaStream_t st, const float*, float* out) {
+    embedding_rows(embed_[static_cast<size_t>(r)], type_, r * vocab_rows, vocab_rows, dims_.hidden, tp.token(r), out,
+                   st);
+  });
+  for (int l = 0; l < dims_.layers; ++l) enqueue_layer(tp, slot, l);
+  tp.gather([&](int r, cudaStream_t st, const float* x, float* out) {
+    const MoeRankBuffers& s = slot.ranks[static_cast<size_t>(r)];
+    rms_norm(x, norm_[static_cast<size_t>(r)], type_, dims_.hidden, eps_, s.h, st);
+    matvec(lm_head_[static_cast<size_t>(r)], type_, vocab_rows, dims_.hidden, s.h, out, st);
+  });
+}
+
+}  // namespace wsb::dk
+#endif  // WSBENCH_HAVE_CUDA

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Issue 4's targets from an h200 results.json (wsbench run matrices/h200.json): every time as a ratio to the
+physical floor measured in the same cell, next to its target, plus the linear-cost check over expert counts.
+
+  scripts/validation-targets.py RESULTS.json --out DIR    -> DIR/targets.json, DIR/targets.md
+
+Floors (per cell, results.json "floors"): h2d_gbps (pinned H2D, summed over the GPUs the ranks use), disk_read_gbps
+(cold sequential read of the store's filesystem), host_memcpy_gbps (prepare_threads threads). GB/s = 1e9 B/s.
+Bytes: commit moves every rank image (sum of bytes.rank_image_per_rank); the prepare floor is 3 x canonical bytes /
+memcpy GB/s (read the canonical image, write it, write the rank images).
+"""
+import argparse
+import json
+import os
+import statistics
+
+GIB = 1 << 30
+
+
+def cell_rows(cell):
+    floors, b = cell.get("floors", {}), cell.get("bytes", {})
+    image = sum(b.get("rank_image_per_rank", []))
+    canonical = b.get("canonical", 0)
+    h2d = floors.get("h2d_gbps") or 0
+    disk = floors.get("disk_read_gbps") or 0
+    memcpy = floors.get("host_memcpy_gbps") or 0
+    trials = [t for t in cell.get("trials", []) if "commit" in t.get("times_s", {})]
+    out = []
+    for t in trials:
+        ts, mem = t["times_s"], t.get("memory", {})
+        h2d_s = image / (h2d * 1e9) if h2d else None
+        disk_s = image / (disk * 1e9) if disk else None
+        row = {"trial": t["index"], "status": t["status"], "commit_s": ts["commit"], "pause_s": ts["pause"],
+               "prepare_s": ts["prepare"], "envelope_s": ts.get("envelope"), "h2d_floor_s": h2d_s,
+               "disk_floor_s": disk_s, "rss_peak_bytes": mem.get("rss_peak_bytes"),
+               "cupti": t.get("cupti", {})}
+        if cell["mode"] == "cpu":
+            row["commit_ratio"] = ts["commit"] / h2d_s if h2d_s else None
+            row["commit_target"] = 1.10
+            prep_floor = 3 * canonical / (memcpy * 1e9) if memcpy else None
+            row["prepare_floor_s"] = prep_floor
+            row["prepare_ratio"] = ts["prepare"] / prep_floor if prep_floor else None
+            row["prepare_target"] = 1.0  # prepare <= 3 x canonical / memcpy
+            row["rss_bound_bytes"] = canonical + image + 2 * GIB
+        else:
+            floor = max(x for x in (h2d_s, disk_s) if x is not None) if (h2d_s or disk_s) else None
+            row["commit_floor_s"] = floor
+            row["commit_ratio"] = ts["commit"] / floor if floor else None
+            row["commit_target"] = 1.3
+            row["rss_bound_bytes"] = 4 * GIB
+        out.append(row)
+    return {"id": cell["id"], "model": cell["model"], "mode": cell["mode"], "tp": cell["tp"],
+            "layers": cell.get("layers"), "experts": cell.get("experts"), "status": cell.get("status"),
+            "reason": cell.get("reason", ""), "canonical_bytes": canonical, "rank_image_bytes": image,
+            "floors": {"h2d_gbps": h2d, "disk_read_gbps": disk, "host_memcpy_gbps": memcpy,
+                       "host_memcpy_threads": floors.get("host_memcpy_threads")},
+            "trials": out}
+
+
+def worst(rows, key):
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return max(vals) if vals else None
+
+
+def fmt(x, spec=".3f"):
+    return "—" if x is None else format(x, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    results = json.load(open(args.results))
+    cells = [cell_rows(c) for c in results["cells"]]
+    lines = ["# Targets against the floors measured in the same cell", "",
+             "| cell | status | rank-image bytes | floors h2d / disk / memcpy (GB/s) | commit s (max) | commit ratio (max) | target | "
+             "prepare s (max) | prepare ratio (max) | target | pause s (max) | peak RSS GiB (max) | RSS bound GiB | CUPTI H2D GB/s |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in cells:
+        t = c["trials"]
+        f = c["floors"]
+        cupti = [r["cupti"].get("achieved_gbps") for r in t if r["cupti"].get("enabled")]
+        lines.append("| {} | {} | {} | {} / {} / {} | {} | {} | ≤ {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            c["id"], c["status"], c["rank_image_bytes"], fmt(f["h2d_gbps"], ".2f"), fmt(f["disk_read_gbps"], ".2f"),
+            fmt(f["host_memcpy_gbps"], ".2f"), fmt(worst(t, "commit_s")), fmt(worst(t, "commit_ratio"), ".2f"),
+            t[0]["commit_target"] if t else "—", fmt(worst(t, "prepare_s")),
+            fmt(worst(t, "prepare_ratio"), ".2f") if c["mode"] == "cpu" else "—",
+            "≤ 1 (3× floor)" if c["mode"] == "cpu" else "—", fmt(worst(t, "pause_s")),
+            fmt((worst(t, "rss_peak_bytes") or 0) / GIB, ".2f"), fmt(t[0]["rss_bound_bytes"] / GIB, ".2f") if t else "—",
+            fmt(statistics.median(cupti), ".2f") if cupti else "—"))
+    # Linear cost: seconds per GB of prepare and commit from the smallest to the largest expert count.
+    linear = [c for c in cells if c["id"].startswith("linear/") and c["trials"]]
+    lin = []
+    if linear:
+        lines += ["", "# Linear cost in tensor count (fixed expert shape)", "",
+                  "| cell | experts | canonical bytes | prepare s/GB (median) | commit s/GB (median) |", "|---|---:|---:|---:|---:|"]
+        for c in sorted(linear, key=lambda c: c["experts"] or 0):
+            gb = c["canonical_bytes"] / 1e9
+            p = statistics.median(r["prepare_s"] for r in c["trials"]) / gb
+            k = statistics.median(r["commit_s"] for r in c["trials"]) / (c["rank_image_bytes"] / 1e9)
+            lin.append({"id": c["id"], "experts": c["experts"], "prepare_s_per_gb": p, "commit_s_per_gb": k})
+            lines.append(f"| {c['id']} | {c['experts']} | {c['canonical_bytes']} | {p:.4f} | {k:.4f} |")
+        for key in ("prepare_s_per_gb", "commit_s_per_gb"):
+            vals = [x[key] for x in lin]
+            spread = (max(vals) - min(vals)) / statistics.mean(vals) / 2 if vals else 0
+            lines.append(f"\n{key}: ±{100 * spread:.1f}% around the mean (target ±10%)")
+    os.makedirs(args.out, exist_ok=True)
+    json.dump({"context": results.get("context", {}), "cells": cells, "linear": lin},
+              open(os.path.join(args.out, "targets.json"), "w"), indent=1)
+    open(os.path.join(args.out, "targets.md"), "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
