@@ -24,7 +24,7 @@ uint32_t parse_u32(std::string_view text, const std::string& what) {
 
 int cmd_publish(const std::filesystem::path& profiles_dir, const PublishArgs& args) {
   ModelProfile profile = find_profile(args.model, profiles_dir);
-  if (args.layers) profile = scale_profile(profile, ProfileScale{args.layers});
+  if (args.layers || args.experts) profile = scale_profile(profile, ProfileScale{args.layers, args.experts});
   PublishOptions options;
   options.store = args.store;
   const auto dots = args.versions.find("..");
@@ -43,6 +43,7 @@ int cmd_publish(const std::filesystem::path& profiles_dir, const PublishArgs& ar
   options.encoding = *encoding;
   options.density = args.density;
   options.fsync = args.fsync;
+  options.threads = args.threads;
   const auto stats = publish(profile, options);
   std::cout << fmt::format("# {:<8} {:<6} {:>16} {:>16} {:>14} {:>9}\n", "version", "kind", "canonical", "stored",
                            "changed", "time");

@@ -22,6 +22,8 @@ struct PublishArgs {
   std::string encoding = "xor";
   std::optional<double> density;
   std::optional<int> layers;
+  std::optional<int> experts;
+  int threads = 1;  ///< publish worker threads
   bool fsync = false;
 };
 /// `wsbench publish`: synthetic deterministic publications into a store.

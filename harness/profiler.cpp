@@ -306,6 +306,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     publish_options.seed = cell.seed;
     publish_options.density = cell.density;
     publish_options.encoding = *parse_delta_encoding(cell.encoding);
+    publish_options.threads = cell.prepare_threads;
     const auto published = publish(profile, publish_options);
     nlohmann::json publications = nlohmann::json::array();
     for (const auto& p : published) {
@@ -317,7 +318,8 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
 
     // The reference is independent of every sync mode: the publisher's own FULL checkpoint of the target.
     const fs::path reference_dir = options.workdir / "reference";
-    write_full_checkpoint(profile, cell.seed, cell.target, cell.density, reference_dir);
+    write_full_checkpoint(profile, cell.seed, cell.target, cell.density, reference_dir, 2ull << 30,
+                          cell.prepare_threads);
 
     FloorMeasurement floors = measure_floors(options.workdir, cell.floor_bytes, cell.prepare_threads);
     if (cell.uses_cuda()) add_h2d_floors(floors, cell.tp, cell.copy_streams);

@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   publish->add_option("--encoding", publish_args.encoding, "xor | overwrite")->check(CLI::IsMember({"xor", "overwrite"}));
   publish->add_option("--density", publish_args.density, "fraction of values moved per version")->check(CLI::Range(0.0, 1.0));
   publish->add_option("--layers", publish_args.layers, "keep only the first N layers");
+  publish->add_option("--experts", publish_args.experts, "keep only the first N routed experts");
+  publish->add_option("--threads", publish_args.threads, "worker threads (same bytes for any count)")
+      ->check(CLI::Range(1, 256));
   publish->add_flag("--fsync", publish_args.fsync, "fsync every shard");
 
   fs::path run_matrix, run_out = "results";  // OUT/results.json, OUT/report.md, OUT/cells/, OUT/work/

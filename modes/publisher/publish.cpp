@@ -5,6 +5,7 @@
 
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
+#include "modes/publisher/ordered_pipeline.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/publication.hpp"
 
@@ -114,11 +115,47 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
   }
   size_t next_full_shard = 0;
 
-  std::vector<uint8_t> current;
-  std::vector<uint8_t> previous;
-  for (size_t ti = 0; ti < tensors.size(); ++ti) {
+  // Each tensor is produced on a worker (synthesize or verify the base, then every version's perturbation and
+  // delta) and written in checkpoint order here; at most about `kHeldBytes` of tensors wait between the two.
+  struct Produced {
+    std::vector<uint8_t> current;  ///< FULL v0 bytes (first == 0)
+    std::vector<std::vector<uint8_t>> payloads;
+    std::vector<std::string> checksums;
+    std::vector<uint64_t> changed;
+    std::vector<double> seconds;  ///< per version, this tensor's compute time
+  };
+  std::vector<Produced> produced(tensors.size());
+  constexpr uint64_t kHeldBytes = 4ull << 30;
+  auto produce = [&](size_t ti) {
     const TensorSpec& tensor = tensors[ti];
-    current.resize(tensor.bytes());
+    Produced& out = produced[ti];
+    out.seconds.assign(stats.size(), 0);
+    out.payloads.resize(stats.size());
+    out.checksums.resize(stats.size());
+    out.changed.assign(stats.size(), 0);
+    std::vector<uint8_t> current(tensor.bytes());
+    auto start = Clock::now();
+    if (first == 0) {
+      synthesize_initial(profile, tensor, options.seed, current);
+    } else {
+      load_base(profile, options, *base, tensor, current);
+    }
+    out.seconds[0] += seconds_since(start);
+    const double density = options.density ? *options.density : default_density(tensor);
+    std::vector<uint8_t> previous;
+    if (first == 0) out.current = current;
+    for (uint32_t v = std::max<uint32_t>(first, 1); v <= last; ++v) {
+      start = Clock::now();
+      previous.assign(current.begin(), current.end());
+      out.changed[v - first] = perturb_version(profile, tensor, options.seed, v, density, current);
+      out.payloads[v - first] = encode_delta(options.encoding, previous, current, options.zstd_level);
+      out.checksums[v - first] = xxh3_128_hex(current);
+      out.seconds[v - first] += seconds_since(start);
+    }
+  };
+  auto consume = [&](size_t ti) {
+    const TensorSpec& tensor = tensors[ti];
+    Produced& in = produced[ti];
     for (PublicationStats& s : stats) s.canonical_bytes += tensor.bytes();
     if (first == 0) {
       auto start = Clock::now();
@@ -127,30 +164,26 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
         writers[0]->begin_shard(std::vector<TensorSpec>(tensors.begin() + static_cast<std::ptrdiff_t>(begin),
                                                         tensors.begin() + static_cast<std::ptrdiff_t>(end)));
       }
-      synthesize_initial(profile, tensor, options.seed, current);
-      writers[0]->append(current);
+      writers[0]->append(in.current);
       if (full_shards[next_full_shard].second == ti + 1) {
         writers[0]->end_shard();
         ++next_full_shard;
       }
       stats[0].seconds += seconds_since(start);
-    } else {
-      auto start = Clock::now();
-      load_base(profile, options, *base, tensor, current);
-      stats[0].seconds += seconds_since(start);
     }
-    const double density = options.density ? *options.density : default_density(tensor);
     for (uint32_t v = std::max<uint32_t>(first, 1); v <= last; ++v) {
-      auto start = Clock::now();
       PublicationStats& s = stats[v - first];
-      previous.assign(current.begin(), current.end());
-      s.changed_values += perturb_version(profile, tensor, options.seed, v, density, current);
-      std::vector<uint8_t> payload = encode_delta(options.encoding, previous, current, options.zstd_level);
-      TensorSpec spec{tensor.name, DType::U8, {static_cast<int64_t>(payload.size())}};
-      writers[v - first]->add(std::move(spec), std::move(payload), xxh3_128_hex(current));
-      s.seconds += seconds_since(start);
+      s.changed_values += in.changed[v - first];
+      TensorSpec spec{tensor.name, DType::U8, {static_cast<int64_t>(in.payloads[v - first].size())}};
+      writers[v - first]->add(std::move(spec), std::move(in.payloads[v - first]), in.checksums[v - first]);
     }
-  }
+    for (size_t k = 0; k < stats.size(); ++k) stats[k].seconds += in.seconds[k];
+    in = Produced{};  // the bytes are written: free them before the next tensor
+  };
+  ordered_pipeline(
+      tensors.size(), options.threads, kHeldBytes,
+      [&](size_t ti) { return (1 + static_cast<uint64_t>(last - first + 1)) * tensors[ti].bytes(); }, produce,
+      consume);
   // Version order: a reader that sees version k also finds k - 1 (the lineage is never gapped on disk).
   for (uint32_t v = first; v <= last; ++v) {
     auto start = Clock::now();

@@ -25,6 +25,9 @@ struct PublishOptions {
   uint64_t max_shard_bytes = 2ull << 30;  ///< shard split threshold (bytes of stored data)
   bool fsync = false;
   bool advance_latest = true;
+  /// Worker threads that synthesize, perturb and compress tensors (written in checkpoint order by the caller; the
+  /// published bytes are the same for any count).
+  int threads = 1;
 };
 
 struct PublicationStats {
@@ -33,7 +36,7 @@ struct PublicationStats {
   uint64_t canonical_bytes = 0;  ///< bytes of the canonical checkpoint
   uint64_t stored_bytes = 0;     ///< bytes written to shards (compressed payloads for deltas)
   uint64_t changed_values = 0;   ///< values moved by one code step in this version
-  double seconds = 0;
+  double seconds = 0;  ///< compute time of this version summed over the publish threads, plus its writes
 };
 
 /// Default perturbation density per dtype, for callers that know only the dtype: BF16/F16/F32 0.01, F8_E4M3
@@ -107,8 +110,9 @@ void synthesize_canonical(const ModelProfile& profile, const TensorSpec& tensor,
 /// first_version > last_version.
 std::vector<PublicationStats> publish(const ModelProfile& profile, const PublishOptions& options);
 
-/// Writes the canonical checkpoint at `version` as a FULL checkpoint directory (the native-load reference).
+/// Writes the canonical checkpoint at `version` as a FULL checkpoint directory (the native-load reference),
+/// synthesizing tensors on `threads` workers (the bytes are the same for any thread count).
 void write_full_checkpoint(const ModelProfile& profile, uint64_t seed, uint32_t version, std::optional<double> density,
-                           const std::filesystem::path& dir, uint64_t max_shard_bytes = 2ull << 30);
+                           const std::filesystem::path& dir, uint64_t max_shard_bytes = 2ull << 30, int threads = 1);
 
 }  // namespace wsb

@@ -61,7 +61,9 @@ TEST(DevicePreflight, CudaCellFitsOnTheDevice) {
     if (f.device == 0) best0 = std::max(best0, f.gbps);
   }
   EXPECT_GT(best0, 1.0);
-  if (expected.size() == 1) EXPECT_EQ(floors.h2d_gbps, best0);
+  if (expected.size() == 1) {
+    EXPECT_EQ(floors.h2d_gbps, best0);
+  }
 }
 
 }  // namespace

@@ -279,6 +279,27 @@ TEST(Publisher, DeterministicAcrossRunsAndSeedSensitive) {
   EXPECT_EQ(Store(a.path()).versions(), (std::vector<uint32_t>{0, 1, 2, 3}));
 }
 
+TEST(Publisher, ThreadCountNeverChangesTheBytes) {
+  // Workers produce tensors out of order; the store must be byte-identical to the single-threaded one.
+  TempDir one, many, glm_one, glm_many;
+  PublishOptions o1 = options_for(one.path(), 11), o4 = options_for(many.path(), 11);
+  o4.threads = 4;
+  publish(tiny(), o1);
+  publish(tiny(), o4);
+  EXPECT_EQ(file_hashes(one.path()), file_hashes(many.path()));
+  const ModelProfile glm = find_profile("glm-tiny-fp8", WSB_PROFILES_DIR);  // quantized roles, many small tensors
+  PublishOptions g1 = options_for(glm_one.path(), 5), g3 = options_for(glm_many.path(), 5);
+  g3.threads = 3;
+  publish(glm, g1);
+  publish(glm, g3);
+  EXPECT_EQ(file_hashes(glm_one.path()), file_hashes(glm_many.path()));
+  TempDir full1, full4;
+  write_full_checkpoint(tiny(), 33, 2, std::nullopt, full1.path() / "c", 200'000, 1);
+  write_full_checkpoint(tiny(), 33, 2, std::nullopt, full4.path() / "c", 200'000, 4);
+  EXPECT_EQ(file_hashes(full1.path()), file_hashes(full4.path()));
+  EXPECT_EQ(file_hashes(full4.path()).size(), 6u);  // index + 5 shards of <= 200,000 bytes (853,248 in all)
+}
+
 TEST(Publisher, PublishedStoreMatchesSynthesis) {
   TempDir tmp;
   PublishOptions o = options_for(tmp.path(), 21);

@@ -66,7 +66,7 @@ TEST(CuptiTracerGpu, CountsExactlyTheH2dBytesCopied) {
   ASSERT_TRUE(again.enabled) << again.note;
   EXPECT_EQ(again.h2d_bytes, static_cast<uint64_t>(sizes[1]));
   EXPECT_EQ(again.h2d_records, 1u);
-  EXPECT_EQ(again.memcpy_records, 2u);
+  EXPECT_GE(again.memcpy_records, 2u);  // the D2H into pageable memory may be reported in pieces
   EXPECT_EQ(back, std::vector<uint8_t>(data.begin(), data.begin() + sizes[1]));
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <tuple>
@@ -137,6 +138,7 @@ TEST_P(MoeDeviceForward, MatchesTheCpuForwardOverGreedySteps) {
     next = step + 1 < prompt.size() ? prompt[step + 1] : static_cast<int32_t>(argmax(want));
   }
   RecordProperty("max_relative_diff", std::to_string(worst));
+  std::printf("%s tp=%d max |device - cpu| / max |cpu| = %.3g\n", profile.id.c_str(), tp, worst);
 }
 
 TEST_P(MoeDeviceForward, TwoRunsAreBitwiseEqual) {
