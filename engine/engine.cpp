@@ -96,14 +96,20 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
     for (const auto& layout : layouts_) {
       for (const auto& spec : layout.storages) largest = std::max(largest, spec.bytes());
     }
-    HostBuffer staging = host_storages_ ? HostBuffer() : HostBuffer(largest, kImageAlignment, pinner_);
+    // The mode's own pinned memory (rank image, commit staging) is used when it offers it, so the load adds no
+    // host memory of its own; a buffer of the largest storage is allocated only for storages it does not cover.
+    HostBuffer staging;
     for (size_t r = 0; r < layouts_.size(); ++r) {
       for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
         const RuntimeStorageSpec& spec = layouts_[r].storages[s];
         if (host_storages_) {
           load_storage(spec, lookup, host_storages_->storage(static_cast<int>(r), s));
         } else {
-          auto out = staging.span().subspan(0, spec.bytes());
+          auto out = mode_->native_load_staging(static_cast<int>(r), s, spec.bytes());
+          if (out.empty()) {
+            if (staging.size() == 0) staging = HostBuffer(largest, kImageAlignment, pinner_);
+            out = staging.span().subspan(0, spec.bytes());
+          }
           load_storage(spec, lookup, out);
           storages_->write(static_cast<int>(r), s, 0, out);
           storages_->synchronize();

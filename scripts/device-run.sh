@@ -22,8 +22,10 @@ export WSBENCH_PROFILES=$PWD/.carry/src/models/profiles
 export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv > "$out/gpu.csv" 2>&1
 mkdir -p "$out/logs"
-for step in "${steps[@]}"; do
-  t0=$(date +%s)
+# A step may carry a time limit in seconds (STEP@SECONDS): the device tool kills a command at its limit, so each step
+# is bounded and the results are still packed.
+run_step() {
+  local step=$1
   case "$step" in
     tests)
       mkdir -p "$out/logs/gtest"
@@ -50,6 +52,14 @@ for step in "${steps[@]}"; do
       tail -60 "$out/logs/h200.txt" ;;
     *) echo "unknown step $step" ;;
   esac
+}
+export -f run_step 2>/dev/null
+for spec in "${steps[@]}"; do
+  step=${spec%@*}; limit=600
+  [[ "$spec" == *@* ]] && limit=${spec##*@}
+  t0=$(date +%s)
+  export out
+  timeout --kill-after=5 "$limit" bash -c "$(declare -f run_step); run_step '$step'" || echo "step $step ended with $? (limit $limit s)"
   echo "step $step: $(( $(date +%s) - t0 )) s"
 done
 tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"

@@ -144,6 +144,11 @@ void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
   storages.synchronize();
 }
 
+std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t bytes) {
+  auto span = images_.at(static_cast<size_t>(rank)).storage(index);
+  return span.size() == bytes && images_[static_cast<size_t>(rank)].pinned() ? span : std::span<uint8_t>{};
+}
+
 ModeMemory CpuMode::memory() const {
   ModeMemory m;
   m.canonical_bytes = canonical_image_.size();

@@ -21,6 +21,8 @@ class CpuMode final : public SyncMode {
   void preflight(uint32_t target) const override;
   void commit(StorageTarget& storages, PhaseLog& log) override;
   ModeMemory memory() const override;
+  /// The rank image of (rank, index): pinned on CUDA, and rebuilt by every prepare.
+  std::span<uint8_t> native_load_staging(int rank, size_t index, uint64_t bytes) override;
 
   /// Version the canonical image holds (tests).
   uint32_t canonical_version() const { return canonical_version_; }

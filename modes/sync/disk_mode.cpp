@@ -159,6 +159,7 @@ void DiskMode::reseed(const Store& store, uint32_t full_version, PhaseLog& log) 
   for (const auto& spec : canonical_) {
     expect_tensor(seeded, spec, fmt::format("publication {}", version_string(full_version)));
     const std::string actual = xxh3_128_hex(seeded.data(spec.name));
+    seeded.release(spec.name);  // verified: its pages need not stay in this process (bounded RSS)
     if (actual != full.expected_checksum(spec.name)) {
       throw Error(ErrorKind::Checksum, fmt::format("publication {}: tensor '{}' xxh3-128 {} != {}",
                                                    version_string(full_version), spec.name, actual,
@@ -181,6 +182,7 @@ void DiskMode::apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const St
       const auto& entry = expect_tensor(local, spec, checkpoint_dir().string());
       auto current = local.data(spec.name);
       buffer.assign(current.begin(), current.end());
+      local.release(spec.name);  // the buffer holds it now
       fold_tensor(plan, spec, buffer, nullptr);
       const auto& shard = local.shard_of(spec.name);
       Fd fd(shard.path(), O_WRONLY);
@@ -283,6 +285,11 @@ void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
   }
   ScopedPhase phase(log, "commit.copy_wait");
   storages.synchronize();
+}
+
+std::span<uint8_t> DiskMode::native_load_staging(int, size_t, uint64_t bytes) {
+  if (bytes > staging_bytes_ || !staging_[0].pinned()) return {};
+  return staging_[0].span().subspan(0, bytes);
 }
 
 ModeMemory DiskMode::memory() const {

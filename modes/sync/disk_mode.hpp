@@ -34,6 +34,8 @@ class DiskMode final : public SyncMode {
   void preflight(uint32_t target) const override;
   void commit(StorageTarget& storages, PhaseLog& log) override;
   ModeMemory memory() const override;
+  /// One of the commit staging buffers (pinned on CUDA; a commit refills it).
+  std::span<uint8_t> native_load_staging(int rank, size_t index, uint64_t bytes) override;
 
   /// The mutable checkpoint directory (workdir/checkpoint).
   std::filesystem::path checkpoint_dir() const;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +57,13 @@ class SyncMode {
   /// Copies the prepared version into the live storages (the pause). A throw here is fatal for the engine.
   virtual void commit(StorageTarget& storages, PhaseLog& log) = 0;
   virtual ModeMemory memory() const = 0;
+  /// Pinned host memory the native load may stage storage `index` of `rank` in before its H2D copy (bytes of that
+  /// storage), so a device load needs no staging of its own; empty when the mode has none. Only called before
+  /// on_native_load, outside any prepare or commit: the mode rebuilds or overwrites that memory before using it.
+  virtual std::span<uint8_t> native_load_staging(int rank, size_t index, uint64_t bytes) {
+    (void)rank, (void)index, (void)bytes;
+    return {};
+  }
 };
 
 /// "disk" | "cpu". Throws Error(Format) naming the unknown mode.

@@ -56,9 +56,10 @@ TEST(OrderedPipeline, LowestFailingIndexIsRethrownAndLaterItemsAreNotConsumed) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "item 17");
   }
-  ASSERT_FALSE(consumed.empty());
-  EXPECT_LT(consumed.back(), 17);
-  EXPECT_EQ(consumed.front(), 0);
+  // Consumption may stop anywhere before the failing item (workers can fail it before item 0 is consumed), but
+  // what was consumed is a prefix and never reaches it.
+  for (size_t i = 0; i < consumed.size(); ++i) EXPECT_EQ(consumed[i], static_cast<int>(i));
+  EXPECT_LT(consumed.size(), 17u);
 }
 
 TEST(OrderedPipeline, ConsumeFailureStopsEverything) {
