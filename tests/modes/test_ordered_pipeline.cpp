@@ -59,7 +59,7 @@ TEST(OrderedPipeline, LowestFailingIndexIsRethrownAndLaterItemsAreNotConsumed) {
   // Consumption may stop anywhere before the failing item (workers can fail it before item 0 is consumed), but
   // what was consumed is a prefix and never reaches it.
   for (size_t i = 0; i < consumed.size(); ++i) EXPECT_EQ(consumed[i], static_cast<int>(i));
-  EXPECT_LT(consumed.size(), 17u);
+  EXPECT_LE(consumed.size(), 17u);  // items 0..16 at most
 }
 
 TEST(OrderedPipeline, ConsumeFailureStopsEverything) {
