@@ -47,9 +47,12 @@ run_step() {
         timeout 240 "$b" --benchmark_format=console --benchmark_out="$out/logs/$(basename "$b").json" --benchmark_out_format=json > "$out/logs/$(basename "$b").txt" 2>&1; echo "$(basename "$b") rc $?"; tail -25 "$out/logs/$(basename "$b").txt"
       done ;;
     h200=*) regex=${step#h200=}
-      .carry/wsbench run matrices/h200.json --filter "$regex" --out "/tmp/h200-work" > "$out/logs/h200.txt" 2>&1; echo "h200 rc $?"
-      mkdir -p "$out/logs/h200"; cp /tmp/h200-work/results.json /tmp/h200-work/report.md "$out/logs/h200/" 2>/dev/null; cp -r /tmp/h200-work/cells "$out/logs/h200/" 2>/dev/null
+      # Results go straight under $OUT so the cells that finished survive a step killed at its limit; the trial
+      # workdirs (stores, checkpoints) are moved to /tmp by a link, never packed.
+      mkdir -p "$out/logs/h200" /tmp/h200-work && ln -sfn /tmp/h200-work "$out/logs/h200/work"
+      .carry/wsbench run matrices/h200.json --filter "$regex" --out "$out/logs/h200" > "$out/logs/h200.txt" 2>&1; echo "h200 rc $?"
       tail -60 "$out/logs/h200.txt" ;;
+    bench-device) .carry/bench/bench_device --short --benchmark_out="$out/logs/bench_device.json" --benchmark_out_format=json > "$out/logs/bench_device.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 }
@@ -62,5 +65,6 @@ for spec in "${steps[@]}"; do
   timeout --kill-after=5 "$limit" bash -c "$(declare -f run_step); run_step '$step'" || echo "step $step ended with $? (limit $limit s)"
   echo "step $step: $(( $(date +%s) - t0 )) s"
 done
+rm -f "$out/logs/h200/work"; rm -rf /tmp/h200-work
 tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"
 ls -la "$out"
