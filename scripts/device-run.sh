@@ -52,7 +52,7 @@ run_step() {
       mkdir -p "$out/logs/h200" /tmp/h200-work && ln -sfn /tmp/h200-work "$out/logs/h200/work"
       .carry/wsbench run matrices/h200.json --filter "$regex" --out "$out/logs/h200" > "$out/logs/h200.txt" 2>&1; echo "h200 rc $?"
       tail -60 "$out/logs/h200.txt" ;;
-    bench-device) .carry/bench/bench_device --short --benchmark_out="$out/logs/bench_device.json" --benchmark_out_format=json > "$out/logs/bench_device.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device.txt" ;;
+    bench-device) .carry/bench/bench_bench_device --short --benchmark_out="$out/logs/bench_device.json" --benchmark_out_format=json > "$out/logs/bench_device.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 }
