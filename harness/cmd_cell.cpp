@@ -5,6 +5,7 @@
 #include "harness/commands.hpp"
 #include "harness/matrix.hpp"
 #include "harness/profiler.hpp"
+#include "harness/progress.hpp"
 #include "models/core/errors.hpp"
 
 namespace wsb {
@@ -19,7 +20,7 @@ int cmd_cell(const std::filesystem::path& matrix_path, const std::string& cell_i
   if (cell == nullptr) {
     throw Error(ErrorKind::Missing, fmt::format("{}: no cell with id '{}'", matrix_path.string(), cell_id));
   }
-  const nlohmann::json result = run_cell(*cell, CellRunOptions{profiles_dir, workdir, keep_workdir});
+  const nlohmann::json result = run_cell(*cell, CellRunOptions{profiles_dir, workdir, keep_workdir, progress_path_for(out)});
   const auto tmp = out.string() + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);

@@ -1,9 +1,11 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <iostream>
 
 #include "harness/commands.hpp"
 #include "harness/runner.hpp"
+#include "harness/shard.hpp"
 #include "reports/merge.hpp"
 #include "reports/report_markdown.hpp"
 #include "reports/results_io.hpp"
@@ -24,9 +26,11 @@ bool any_failed(const Results& results) {
 
 }  // namespace
 
-int cmd_run(const fs::path& matrix, const fs::path& out, const fs::path& profiles_dir, const std::string& filter,
-            bool keep_workdir) {
-  RunOptions options{matrix, out, profiles_dir, filter, keep_workdir};
+int cmd_run(const fs::path& profiles_dir, const RunArgs& args) {
+  const fs::path& out = args.out;
+  RunOptions options{args.matrix, out, profiles_dir, args.filter, args.keep_workdir};
+  if (!args.shard.empty()) options.shard = parse_shard(args.shard);
+  options.progress = choose_progress_style(args.quiet, args.json_progress, ::isatty(STDERR_FILENO) == 1);
   const nlohmann::json raw = run_matrix(options, self_executable());
   // Round-trip through the schema so what is written is exactly what reports/ reads back.
   Results results = raw.get<Results>();

@@ -33,9 +33,18 @@ int cmd_publish(const std::filesystem::path& profiles_dir, const PublishArgs& ar
 int cmd_cell(const std::filesystem::path& matrix, const std::string& cell_id, const std::filesystem::path& out,
              const std::filesystem::path& workdir, const std::filesystem::path& profiles_dir, bool keep_workdir);
 
+struct RunArgs {
+  std::filesystem::path matrix;
+  std::filesystem::path out = "results";
+  std::string filter;         ///< regex over cell ids
+  std::string shard;          ///< "K/N" (harness/shard.hpp); empty: the whole selection
+  bool keep_workdir = false;
+  bool quiet = false;         ///< no progress lines
+  bool json_progress = false; ///< one JSON object per progress event on stderr
+};
 /// `wsbench run`: the matrix, results.json + report.md under `out`, tables on stdout; 1 when any cell failed.
-int cmd_run(const std::filesystem::path& matrix, const std::filesystem::path& out,
-            const std::filesystem::path& profiles_dir, const std::string& filter, bool keep_workdir);
+/// Progress on stderr: rewritten in place on a TTY, plain lines otherwise (progress_display.hpp).
+int cmd_run(const std::filesystem::path& profiles_dir, const RunArgs& args);
 
 /// `wsbench physics`: the floors of this machine (host memcpy, disk read of `dir`).
 int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads);

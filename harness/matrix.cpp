@@ -18,7 +18,6 @@ const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtim
                                         "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
                                         "chunk_bytes", "copy_streams", "cupti"};
 const std::set<std::string> kModes{"disk", "cpu"};
-const std::set<std::string> kRuntimes{"native"};
 const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda"};
 const std::set<std::string> kEncodings{"xor", "overwrite"};
 
@@ -78,10 +77,18 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   }
 }
 
-void validate(const MatrixCell& cell, const std::string& where) {
+std::string names(const std::map<std::string, Launcher>& launchers) {
+  std::vector<std::string> out;
+  for (const auto& [name, launcher] : launchers) out.push_back(name);
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& launchers, const std::string& where) {
   if (cell.model.empty()) fail(where, "field 'model' is required");
   if (!kModes.contains(cell.mode)) fail(where, fmt::format("field 'mode': unknown mode '{}' (disk, cpu)", cell.mode));
-  if (!kRuntimes.contains(cell.runtime)) fail(where, fmt::format("field 'runtime': unknown runtime '{}'", cell.runtime));
+  if (!launchers.contains(cell.runtime)) {
+    fail(where, fmt::format("field 'runtime': unknown runtime '{}' ({})", cell.runtime, names(launchers)));
+  }
   if (!kEngines.contains(cell.engine)) fail(where, fmt::format("field 'engine': unknown engine '{}'", cell.engine));
   if (!kEncodings.contains(cell.encoding)) fail(where, fmt::format("field 'encoding': unknown '{}'", cell.encoding));
   if (cell.tp < 1 || cell.tp > 64) fail(where, fmt::format("field 'tp' must be 1..64, got {}", cell.tp));
@@ -128,7 +135,7 @@ nlohmann::json MatrixCell::to_json() const {
 Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) fail(origin, "a matrix must be a JSON object");
   for (const auto& [key, value] : j.items()) {
-    if (key != "name" && key != "description" && key != "defaults" && key != "cells") {
+    if (key != "name" && key != "description" && key != "defaults" && key != "cells" && key != "launchers") {
       fail(origin, fmt::format("unknown top-level field '{}'", key));
     }
   }
@@ -136,6 +143,11 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
   if (!j.contains("name") || !j["name"].is_string()) fail(origin, "field 'name' (string) is required");
   m.name = j["name"];
   if (j.contains("description")) m.description = get_field<std::string>(j, "description", origin);
+  m.launchers = builtin_launchers();
+  if (j.contains("launchers")) {
+    if (!j["launchers"].is_object()) fail(origin, "field 'launchers' must be an object (name -> command template)");
+    for (const auto& [name, value] : j["launchers"].items()) m.launchers[name] = parse_launcher(name, value, origin);
+  }
   MatrixCell defaults;
   if (j.contains("defaults")) apply_fields(defaults, j["defaults"], origin + ": defaults");
   if (!j.contains("cells") || !j["cells"].is_array() || j["cells"].empty()) {
@@ -149,12 +161,20 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
     MatrixCell cell = defaults;
     cell.id.clear();
     apply_fields(cell, cj, where);
-    validate(cell, where);
+    validate(cell, m.launchers, where);
     if (cell.id.empty()) cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, cell.mode, cell.runtime, cell.tp);
     if (!ids.insert(cell.id).second) fail(where, fmt::format("duplicate cell id '{}'", cell.id));
     m.cells.push_back(cell);
   }
   return m;
+}
+
+const Launcher& Matrix::launcher_for(const MatrixCell& cell) const {
+  auto it = launchers.find(cell.runtime);
+  if (it == launchers.end()) {
+    throw Error(ErrorKind::Format, fmt::format("cell {}: unknown runtime '{}' ({})", cell.id, cell.runtime, names(launchers)));
+  }
+  return it->second;
 }
 
 Matrix load_matrix(const std::filesystem::path& path) {

@@ -2,12 +2,14 @@
 // Matrices (matrices/*.json): cells model x mode x runtime x engine x tp x n, validated on load.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/launcher.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {
@@ -17,7 +19,7 @@ struct MatrixCell {
   std::string id;            ///< "<model>/<mode>/<runtime>/tp<N>" unless given
   std::string model;         ///< profile id
   std::string mode;          ///< "disk" | "cpu"
-  std::string runtime = "native";
+  std::string runtime = "native";  ///< launcher name: native | gvisor | one of the matrix's `launchers`
   std::string engine = "embedded-cpu";  ///< "embedded-cpu" (host storages) | "embedded-cuda" (device storages)
   int tp = 1;
   int n = 1;                 ///< trials (fresh engines)
@@ -50,10 +52,15 @@ struct Matrix {
   std::string description;
   std::filesystem::path path;
   std::vector<MatrixCell> cells;
+  std::map<std::string, Launcher> launchers;  ///< the built-in ones plus the matrix's `launchers`
+
+  /// The launcher of `cell.runtime` (validated at load). Throws Error(Format) naming the cell for an unknown one.
+  const Launcher& launcher_for(const MatrixCell& cell) const;
 };
 
 /// Loads and validates. Throws Error(Format) naming the file, the cell (index and id) and the field: unknown
-/// field, wrong type, unknown mode/runtime/engine/encoding, tp/n/target out of range, duplicate ids.
+/// field, wrong type, unknown mode/runtime/engine/encoding, tp/n/target out of range, duplicate ids, a malformed
+/// launcher (parse_launcher).
 Matrix load_matrix(const std::filesystem::path& path);
 Matrix parse_matrix(const nlohmann::json& j, const std::string& origin);
 /// Cells whose id matches the ECMAScript regex `filter`.

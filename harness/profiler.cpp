@@ -4,12 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <map>
 
 #include "harness/context.hpp"
 #include "harness/engine_client.hpp"
+#include "harness/memory_sampler.hpp"
 #include "harness/physics.hpp"
 #include "harness/probe.hpp"
+#include "harness/progress.hpp"
 #include "models/core/errors.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/store.hpp"
@@ -112,6 +116,34 @@ nlohmann::json phases_json(const std::vector<PhaseRecord>& records) {
   return out;
 }
 
+/// Offsets in seconds from the trial start (the fresh engine's boot) for the trace of `wsbench report trace`:
+/// {native_load, prepare, commit, pause: {start_s, end_s}, first_target_s, decode_steps_s}. The pause's start is
+/// estimated: the engine reports only its length, and the gate reopens just before commit returns, so the pause is
+/// placed ending at the commit's end ("estimated": true). At most kMaxSteps decode steps are kept.
+nlohmann::json timeline_json(double trial0, double native_load_s, double prepare0, double prepare1, double commit0,
+                             double commit1, double pause_s, double first_target,
+                             const std::vector<ProbeSample>& samples) {
+  constexpr size_t kMaxSteps = 20000;
+  auto rel = [trial0](double t) { return std::round((t - trial0) * 1e6) / 1e6; };  // microsecond resolution
+  auto span = [&](double a, double b) { return nlohmann::json{{"start_s", rel(a)}, {"end_s", rel(b)}}; };
+  nlohmann::json out{{"native_load", span(trial0, trial0 + native_load_s)}};
+  if (prepare1 > 0) out["prepare"] = span(prepare0, prepare1);
+  if (commit1 > 0) {
+    out["commit"] = span(commit0, commit1);
+    out["pause"] = span(std::max(commit0, commit1 - pause_s), commit1);
+    out["pause"]["estimated"] = true;
+  }
+  if (first_target > 0) out["first_target_s"] = rel(first_target);
+  std::vector<double> steps;
+  for (const auto& s : samples) steps.insert(steps.end(), s.step_times.begin(), s.step_times.end());
+  std::sort(steps.begin(), steps.end());
+  if (steps.size() > kMaxSteps) steps.resize(kMaxSteps);
+  nlohmann::json rel_steps = nlohmann::json::array();
+  for (double t : steps) rel_steps.push_back(rel(t));
+  out["decode_steps_s"] = rel_steps;
+  return out;
+}
+
 struct Reference {
   std::string fingerprint;
   Checksums checksums;
@@ -124,6 +156,7 @@ struct TrialInputs {
   fs::path v0_dir;
   Reference target;
   std::string previous_v0_fingerprint;
+  const ProgressFile& progress;
 };
 
 nlohmann::json run_trial(int index, TrialInputs& in) {
@@ -136,6 +169,8 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   fs::remove_all(launch.workdir, ec);
   fs::create_directories(launch.workdir);
 
+  const auto report = [&](const char* phase) { in.progress.report(index, in.cell.n, phase); };
+  report("boot");
   reset_peak_rss();
   const double boot0 = steady_seconds();
   EmbeddedEngineClient client(launch, in.v0_dir, 0);
@@ -154,23 +189,38 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   ProbeClient probe(client);
   probe.start();
   probe.wait_for_version(0, 30.0);
+  // Memory peaks during prepare and during commit, sampled every 5 ms off the measured threads (devices only on
+  // CUDA cells: a first cudaMemGetInfo would create a context on a CPU cell).
+  MemorySampler prepare_sampler(std::chrono::milliseconds(5), in.cell.uses_cuda());
+  MemorySampler commit_sampler(std::chrono::milliseconds(5), in.cell.uses_cuda());
+  MemoryPeaks prepare_peaks, commit_peaks;
+  bool commit_sampled = false;
+  prepare_sampler.start();
   const double prepare0 = steady_seconds();
   PrepareReport prepare_report;
   CommitReport commit_report;
   double prepare1 = 0, commit0 = 0, commit1 = 0;
   std::string update_error;
   try {
+    report("prepare");
     prepare_report = client.prepare(target);
     prepare1 = steady_seconds();
+    prepare_peaks = prepare_sampler.stop();
+    report("commit");
+    commit_sampler.start();
+    commit_sampled = true;
     commit0 = steady_seconds();
     commit_report = client.commit(target);
     commit1 = steady_seconds();
   } catch (const std::exception& e) {
     update_error = e.what();
   }
+  if (prepare1 == 0) prepare_peaks = prepare_sampler.stop();
+  if (commit_sampled) commit_peaks = commit_sampler.stop();
   double first_target = -1;
   if (update_error.empty()) probe.wait_for_version(target, 30.0, 3);
   probe.stop();
+  report("verify");
   const auto samples = probe.samples();
   checks.add("update_succeeds", update_error.empty(), update_error.empty() ? "prepare and commit returned" : update_error);
 
@@ -273,6 +323,10 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   trial["checks"] = checks.json();
   if (in.cell.uses_cuda()) trial["cupti"] = cupti_json(commit_report.cupti);
   trial["memory"] = memory_snapshot();
+  trial["memory"]["prepare_peak"] = memory_peaks_json(prepare_peaks, prepare_sampler.period());
+  if (commit_sampled) trial["memory"]["commit_peak"] = memory_peaks_json(commit_peaks, commit_sampler.period());
+  trial["timeline"] = timeline_json(boot0, native_load_s, prepare0, prepare1, commit0, commit1,
+                                    commit_report.pause_seconds, first_target, samples);
   const ModeMemory mode_memory = client.mode_memory();
   trial["memory"]["mode_canonical_bytes"] = mode_memory.canonical_bytes;
   trial["memory"]["mode_rank_image_bytes"] = mode_memory.rank_image_bytes;
@@ -291,7 +345,16 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
   ::gethostname(host, sizeof host - 1);
   out["host"] = host;
   out["trials"] = nlohmann::json::array();
+  const std::string detected = detect_host_runtime();
+  out["runtime_detected"] = detected;
+  const ProgressFile progress(options.progress_file);
   try {
+    // A cell labelled gVisor that is not inside a sandbox would report another runtime's numbers under its name.
+    if (cell.runtime == "gvisor" && detected != "gvisor") {
+      throw Error(ErrorKind::State, fmt::format("runtime 'gvisor' but the cell process runs on '{}' (no gVisor sandbox)",
+                                                detected));
+    }
+    progress.report(-1, cell.n, "publish");
     std::error_code ec;
     fs::remove_all(options.workdir, ec);
     fs::create_directories(options.workdir);
@@ -317,10 +380,12 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     out["publications"] = publications;
 
     // The reference is independent of every sync mode: the publisher's own FULL checkpoint of the target.
+    progress.report(-1, cell.n, "reference");
     const fs::path reference_dir = options.workdir / "reference";
     write_full_checkpoint(profile, cell.seed, cell.target, cell.density, reference_dir, 2ull << 30,
                           cell.prepare_threads);
 
+    progress.report(-1, cell.n, "floors");
     FloorMeasurement floors = measure_floors(options.workdir, cell.floor_bytes, cell.prepare_threads);
     if (cell.uses_cuda()) add_h2d_floors(floors, cell.tp, cell.copy_streams);
     out["floors"] = floors_json(floors);
@@ -334,6 +399,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     }
     Reference reference;
     {
+      progress.report(-1, cell.n, "reference engine");
       EngineLaunch ref_launch = launch;
       ref_launch.workdir = options.workdir / "reference-engine";
       const double t0 = steady_seconds();
@@ -354,7 +420,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     }
     out["reference"] = {{"fingerprint", reference.fingerprint}, {"native_load_s", reference.native_load_s}};
 
-    TrialInputs inputs{cell, launch, Store(store_dir).update_dir(0), reference, ""};
+    TrialInputs inputs{cell, launch, Store(store_dir).update_dir(0), reference, "", progress};
     std::string first_failure;
     for (int i = 0; i < cell.n; ++i) {
       nlohmann::json trial = run_trial(i, inputs);
@@ -363,6 +429,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
       }
       out["trials"].push_back(std::move(trial));
     }
+    progress.report(cell.n - 1, cell.n, "done");
     out["status"] = first_failure.empty() ? "pass" : "fail";
     out["reason"] = first_failure;
   } catch (const std::exception& e) {

@@ -14,11 +14,13 @@ struct CellRunOptions {
   std::filesystem::path profiles_dir;
   std::filesystem::path workdir;  ///< emptied first; holds the store, the reference checkpoint, trial dirs
   bool keep_workdir = false;
+  std::filesystem::path progress_file;  ///< where the cell reports its trial and phase (ProgressFile); empty: nowhere
 };
 
 /// Runs every trial of `cell` and returns the cell object of results.json (see reports/ for the schema):
 /// status "pass" only when every check of every trial passed. Setup errors (unknown profile, publish failure)
-/// produce status "fail" with the reason; they do not throw.
+/// produce status "fail" with the reason; they do not throw. `runtime_detected` is the runtime the cell process
+/// actually runs in (detect_host_runtime); a cell whose launcher is "gvisor" fails unless that is "gvisor".
 nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options);
 
 }  // namespace wsb

@@ -7,13 +7,17 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <thread>
 
 #include "engine/cuda/cuda_ops.hpp"
 #include "harness/context.hpp"
+#include "harness/progress.hpp"
 #include "models/core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
@@ -26,25 +30,30 @@ namespace fs = std::filesystem;
 
 fs::path self_executable() { return fs::read_symlink("/proc/self/exe"); }
 
-std::vector<std::string> cell_command(const MatrixCell& cell, const fs::path& self, const RunOptions& options,
-                                      const fs::path& cell_out, const fs::path& workdir) {
-  std::vector<std::string> argv;
-  if (cell.runtime != "native") {
-    throw Error(ErrorKind::Format, fmt::format("cell {}: unknown runtime '{}'", cell.id, cell.runtime));
-  }
-  // native: direct exec, no sandbox (the runc-equivalent).
-  argv = {self.string(), "--profiles", fs::absolute(options.profiles_dir).string(),
-          "cell",        "--matrix",   fs::absolute(options.matrix_path).string(),
-          "--cell",      cell.id,      "--out",
-          cell_out.string(), "--workdir", workdir.string()};
+std::vector<std::string> cell_command(const MatrixCell& cell, const Launcher& launcher, const fs::path& self,
+                                      const RunOptions& options, const fs::path& cell_out, const fs::path& workdir) {
+  std::vector<std::string> argv = {self.string(), "--profiles", fs::absolute(options.profiles_dir).string(),
+                                   "cell",        "--matrix",   fs::absolute(options.matrix_path).string(),
+                                   "--cell",      cell.id,      "--out",
+                                   cell_out.string(), "--workdir", workdir.string()};
   if (options.keep_workdir) argv.push_back("--keep-workdir");
+  argv = expand_launcher(launcher, argv, fs::absolute(options.out_dir).string(), self.string());
+  // posix_spawn takes a path: a launcher program named without '/' is looked up on PATH here.
+  if (const std::string program = resolve_launcher_program(launcher); !program.empty()) argv[0] = program;
   return argv;
+}
+
+std::string skip_reason(const MatrixCell& cell, const Launcher& launcher) {
+  if (!cell.uses_cuda() || launcher.gpu) return "";
+  return fmt::format("engine '{}' needs a GPU; runtime '{}' gives the cell none ({})", cell.engine, launcher.name,
+                     launcher.no_gpu_why);
 }
 
 namespace {
 
-/// Runs argv, waits; returns a description of an abnormal end ("" for exit 0).
-std::string spawn_and_wait(const std::vector<std::string>& argv) {
+/// Runs argv, calling `tick` about every 100 ms until it ends; returns a description of an abnormal end ("" for
+/// exit 0 or 1, the cell's own verdicts).
+std::string spawn_and_wait(const std::vector<std::string>& argv, const std::function<void()>& tick) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -52,8 +61,12 @@ std::string spawn_and_wait(const std::vector<std::string>& argv) {
   int rc = ::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ);
   if (rc != 0) return fmt::format("cannot start {}: {}", argv[0], std::strerror(rc));
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return fmt::format("waitpid: {}", std::strerror(errno));
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return fmt::format("waitpid: {}", std::strerror(errno));
+    tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (WIFSIGNALED(status)) return fmt::format("cell process killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 1) {
@@ -97,9 +110,13 @@ void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, con
       ModelProfile profile = find_profile(cell.model, profiles_dir);
       if (cell.scaled()) profile = scale_profile(profile, cell.scale());
       const auto layouts = build_rank_layouts(profile, cell.tp);
+      const Launcher& launcher = matrix.launcher_for(cell);
+      if (!skip_reason(cell, launcher).empty()) continue;  // not started: needs neither its program nor a device
+      resolve_launcher_program(launcher);
       if (cell.uses_cuda()) check_device_fits(cell, layouts);
     } catch (const Error& e) {
-      throw Error(e.kind() == ErrorKind::Resource ? ErrorKind::Resource : ErrorKind::Format,
+      const bool keep = e.kind() == ErrorKind::Resource || e.kind() == ErrorKind::Missing;
+      throw Error(keep ? e.kind() : ErrorKind::Format,
                   fmt::format("{}: cell '{}': {}", matrix.path.string(), cell.id, e.what()));
     }
   }
@@ -112,6 +129,7 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
     throw Error(ErrorKind::Format, fmt::format("--filter '{}' selects no cell of {}", options.filter,
                                                options.matrix_path.string()));
   }
+  cells = shard_cells(cells, options.shard);  // may be empty: a job array can have more tasks than cells
   check_cells(matrix, cells, options.profiles_dir);  // a bad model/tp/scale fails here, before any child runs
   fs::create_directories(options.out_dir / "cells");
   nlohmann::json results{{"schema_version", 1},
@@ -119,34 +137,59 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
                          {"context", collect_context()},
                          {"matrix", matrix.name},
                          {"cells", nlohmann::json::array()}};
+  if (options.shard.count > 1) results["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
+  ProgressDisplay display(options.progress, options.progress_out != nullptr ? *options.progress_out : std::cerr);
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto& cell = cells[i];
+    const Launcher& launcher = matrix.launcher_for(cell);
     const fs::path cell_out = fs::absolute(options.out_dir / "cells" / fmt::format("{:03}.json", i));
     const fs::path workdir = fs::absolute(options.out_dir / "work" / fmt::format("{:03}", i));
+    const fs::path progress_file = progress_path_for(cell_out);
     fs::remove(cell_out);
-    std::cerr << fmt::format("[{}/{}] {} (n={}) ...\n", i + 1, cells.size(), cell.id, cell.n);
-    std::string failure = spawn_and_wait(cell_command(cell, self, options, cell_out, workdir));
+    fs::remove(progress_file);
+    CellStatus shown{i + 1, cells.size(), cell.id, {}, 0, "", ""};
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    display.started(shown);
     nlohmann::json cell_json;
-    std::ifstream in(cell_out);
-    if (in) {
-      try {
-        cell_json = nlohmann::json::parse(in);
-      } catch (const nlohmann::json::exception& e) {
-        failure += fmt::format("{}unreadable cell result {}: {}", failure.empty() ? "" : "; ", cell_out.string(), e.what());
-      }
-    } else if (failure.empty()) {
-      failure = "the cell process wrote no result";
-    }
-    if (cell_json.is_null()) {
+    if (const std::string why = skip_reason(cell, launcher); !why.empty()) {
       cell_json = cell.to_json();
+      cell_json["status"] = "skipped";
+      cell_json["reason"] = why;
+      cell_json["runtime_detected"] = "not-started";
       cell_json["trials"] = nlohmann::json::array();
+    } else {
+      auto tick = [&] {
+        if (auto p = read_progress(progress_file)) shown.progress = *p;
+        shown.elapsed_s = elapsed();
+        display.update(shown);
+      };
+      std::string failure = spawn_and_wait(cell_command(cell, launcher, self, options, cell_out, workdir), tick);
+      std::ifstream in(cell_out);
+      if (in) {
+        try {
+          cell_json = nlohmann::json::parse(in);
+        } catch (const nlohmann::json::exception& e) {
+          failure += fmt::format("{}unreadable cell result {}: {}", failure.empty() ? "" : "; ", cell_out.string(), e.what());
+        }
+      } else if (failure.empty()) {
+        failure = "the cell process wrote no result";
+      }
+      if (cell_json.is_null()) {
+        cell_json = cell.to_json();
+        cell_json["trials"] = nlohmann::json::array();
+      }
+      if (!failure.empty()) {
+        cell_json["status"] = "fail";
+        cell_json["reason"] = failure;
+      }
     }
-    if (!failure.empty()) {
-      cell_json["status"] = "fail";
-      cell_json["reason"] = failure;
-    }
-    std::cerr << fmt::format("      {}{}\n", cell_json.value("status", "fail"),
-                             cell_json.value("reason", "").empty() ? "" : ": " + cell_json.value("reason", ""));
+    std::error_code ec;
+    fs::remove(progress_file, ec);
+    shown.status = cell_json.value("status", "fail");
+    shown.reason = cell_json.value("reason", "");
+    shown.elapsed_s = elapsed();
+    display.finished(shown);
     results["cells"].push_back(std::move(cell_json));
   }
   std::error_code ec;

@@ -48,6 +48,8 @@ void judge(CompareRow& row, const ConfigGroup* base, const ConfigGroup* cand, do
   auto over = [&](const CompareMetric& m, const char* name) {
     if (m.ratio && *m.ratio > 1.0 + threshold) why.push_back(fmt::format("{} {:.2f}x > {:.2f}x", name, *m.ratio, 1.0 + threshold));
   };
+  over(row.prepare, "prepare");
+  over(row.commit, "commit");
   over(row.pause, "pause");
   over(row.loop, "loop");
   const auto cand_fail = failure(cand);
@@ -88,6 +90,8 @@ Comparison compare_results(const Results& baseline, const Results& candidate, do
     row.key = key;
     row.in_baseline = b != nullptr;
     row.in_candidate = c != nullptr;
+    row.prepare = metric(b, c, "prepare");
+    row.commit = metric(b, c, "commit");
     row.pause = metric(b, c, "pause");
     row.loop = metric(b, c, "envelope");
     judge(row, b, c, threshold);
@@ -101,9 +105,42 @@ Comparison compare_results(const Results& baseline, const Results& candidate, do
   return out;
 }
 
+std::optional<std::string> configuration_mismatch(const Results& baseline, const Results& candidate) {
+  static constexpr const char* kWorkload[] = {"seed",    "target",  "publish_versions", "encoding",
+                                              "density", "layers",  "experts",          "prepare_threads",
+                                              "floor_bytes", "chunk_bytes", "copy_streams"};
+  auto first_by_key = [](const Results& r) {
+    std::map<ConfigKey, const Cell*> out;
+    for (const Cell& c : r.cells) out.emplace(config_key(c), &c);
+    return out;
+  };
+  const auto base = first_by_key(baseline);
+  const auto cand = first_by_key(candidate);
+  auto name = [](const ConfigKey& k) { return fmt::format("{}/{}/{}/tp{}", k.model, k.mode, k.runtime, k.tp); };
+  for (const auto& [key, cell] : base) {
+    if (!cand.count(key)) return fmt::format("{}: in baseline only", name(key));
+  }
+  for (const auto& [key, cell] : cand) {
+    if (!base.count(key)) return fmt::format("{}: in candidate only", name(key));
+  }
+  auto field = [](const Cell& c, const char* k) {
+    auto it = c.extra.find(k);
+    return it == c.extra.end() ? std::string("absent") : it->dump();
+  };
+  for (const auto& [key, b] : base) {
+    const Cell& c = *cand.at(key);
+    for (const char* k : kWorkload) {
+      const std::string bv = field(*b, k), cv = field(c, k);
+      if (bv != cv) return fmt::format("{}: {} {} in baseline, {} in candidate", name(key), k, bv, cv);
+    }
+  }
+  return std::nullopt;
+}
+
 Table comparison_table(const Comparison& comparison) {
   Table t;
   t.columns = {{"Model", MetricKind::Text},       {"Mode", MetricKind::Text},        {"Runtime", MetricKind::Text},
+               {"Prepare ratio", MetricKind::Ratio}, {"Commit ratio", MetricKind::Ratio},
                {"Pause base", MetricKind::Duration}, {"Pause cand", MetricKind::Duration}, {"Pause ratio", MetricKind::Ratio},
                {"Loop base", MetricKind::Duration},  {"Loop cand", MetricKind::Duration},  {"Loop ratio", MetricKind::Ratio},
                {"Verdict", MetricKind::Text}};
@@ -112,7 +149,8 @@ Table comparison_table(const Comparison& comparison) {
   const std::vector<std::string> labels = model_labels(keys);
   for (size_t i = 0; i < comparison.rows.size(); ++i) {
     const CompareRow& r = comparison.rows[i];
-    t.rows.push_back({labels[i], r.key.mode, r.key.runtime, seconds_or_na(r.pause.baseline),
+    t.rows.push_back({labels[i], r.key.mode, r.key.runtime, seconds_or_na(r.prepare.ratio),
+                      seconds_or_na(r.commit.ratio), seconds_or_na(r.pause.baseline),
                       seconds_or_na(r.pause.candidate), seconds_or_na(r.pause.ratio), seconds_or_na(r.loop.baseline),
                       seconds_or_na(r.loop.candidate), seconds_or_na(r.loop.ratio), r.verdict});
   }

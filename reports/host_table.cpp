@@ -18,17 +18,23 @@ Table host_mean_table(std::span<const Cell> cells) {
   t.columns = {{"Model", MetricKind::Text},
                {"Mode", MetricKind::Text},
                {"Runtime", MetricKind::Text},
-               {"hosts", MetricKind::Count},
-               {"Pause mean \u00b1 95% CI", MetricKind::DurationMeanCI},
-               {"Loop mean \u00b1 95% CI", MetricKind::DurationMeanCI}};
+               {"Prepare", MetricKind::DurationMeanCI},
+               {"Commit", MetricKind::DurationMeanCI},
+               {"Pause upper bound", MetricKind::DurationMeanCI},
+               {"Envelope", MetricKind::DurationMeanCI},
+               {"Hosts", MetricKind::Count},
+               {"Runs", MetricKind::Count}};
   const std::vector<ConfigGroup> groups = group_by_config(cells);
   std::vector<ConfigKey> keys;
   for (const ConfigGroup& g : groups) keys.push_back(g.key);
   const std::vector<std::string> labels = model_labels(keys);
   for (size_t i = 0; i < groups.size(); ++i) {
     const ConfigGroup& g = groups[i];
-    t.rows.push_back({labels[i], g.key.mode, g.key.runtime, static_cast<double>(g.hosts.size()),
-                      mean_ci(g, "pause"), mean_ci(g, "envelope")});
+    size_t runs = 0;
+    for (const Cell* c : g.cells) runs += c->trials.size();
+    t.rows.push_back({labels[i], g.key.mode, g.key.runtime, mean_ci(g, "prepare"), mean_ci(g, "commit"),
+                      mean_ci(g, "pause"), mean_ci(g, "envelope"), static_cast<double>(g.hosts.size()),
+                      static_cast<double>(runs)});
   }
   return t;
 }

@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "reports/checks_table.hpp"
 #include "reports/context_table.hpp"
 #include "reports/host_table.hpp"
+#include "reports/memory_table.hpp"
 #include "reports/phase_table.hpp"
 #include "reports/summary_table.hpp"
 #include "reports/verdict.hpp"
@@ -108,6 +110,19 @@ std::string render_report_markdown(const Results& r, const ReportOptions& option
   }
 
   out += "\n## Failures\n\n" + failures_section(r);
+
+  const bool any_trial = std::any_of(r.cells.begin(), r.cells.end(), [](const Cell& c) { return !c.trials.empty(); });
+  if (any_trial) {
+    out += "\n## Checks\n\n";
+    out += "Passed/recorded over trials. Fingerprints: every probe response before, during and after the update at "
+           "one version with its exact fingerprint; Native equality: per-rank storage checksums equal a fresh native "
+           "load; Pointers: every storage kept its address and size.\n\n";
+    out += render_markdown(checks_table(r.cells));
+    out += "\n## Memory\n\n";
+    out += "Maxima over trials (MemAvailable: minimum). Prepare/Commit peak RSS and cgroup peak are sampled every "
+           "few ms during prepare and commit; device used counts every process on the GPU.\n\n";
+    out += render_markdown(memory_table(r.cells));
+  }
 
   if (options.phases) {
     out += "\n## Phases\n\n";

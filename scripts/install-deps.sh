@@ -2,7 +2,7 @@
 # Installs the Debian packages wsbench builds with, only those missing (idempotent; needs root or sudo).
 set -euo pipefail
 packages=(cmake g++ make pkg-config git libzstd-dev libxxhash-dev nlohmann-json3-dev libfmt-dev libcli11-dev
-          libbenchmark-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev libboost-dev)
+          libbenchmark-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev libboost-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

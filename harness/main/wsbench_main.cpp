@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "harness/cmd_report.hpp"
 #include "harness/commands.hpp"
 #include "models/core/errors.hpp"
 
@@ -32,14 +33,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   publish->add_flag("--fsync", publish_args.fsync, "fsync every shard");
 
-  fs::path run_matrix, run_out = "results";  // OUT/results.json, OUT/report.md, OUT/cells/, OUT/work/
-  std::string run_filter;
+  wsb::RunArgs run_args;  // OUT/results.json, OUT/report.md, OUT/cells/, OUT/work/
   bool keep = false;
   auto* run = app.add_subcommand("run", "run a matrix: every cell in a fresh process; results.json, report.md, tables");
-  run->add_option("matrix", run_matrix, "matrix JSON (e.g. matrices/smoke.json)")->required()->check(CLI::ExistingFile);
-  run->add_option("--out", run_out, "output folder");
-  run->add_option("--filter", run_filter, "regex over cell ids");
-  run->add_flag("--keep-workdir", keep, "keep stores and checkpoints under OUT/work");
+  run->add_option("matrix", run_args.matrix, "matrix JSON (e.g. matrices/smoke.json)")->required()->check(CLI::ExistingFile);
+  run->add_option("--out", run_args.out, "output folder");
+  run->add_option("--filter", run_args.filter, "regex over cell ids");
+  run->add_option("--shard", run_args.shard, "K/N: run cells K, K+N, K+2N, ... (0-based) of the filtered list");
+  run->add_flag("--keep-workdir", run_args.keep_workdir, "keep stores and checkpoints under OUT/work");
+  auto* quiet = run->add_flag("--quiet", run_args.quiet, "no progress lines");
+  run->add_flag("--json-progress", run_args.json_progress, "one JSON object per progress event on stderr")->excludes(quiet);
 
   fs::path cell_matrix, cell_out, cell_workdir;
   std::string cell_id;
@@ -62,11 +65,7 @@ int main(int argc, char** argv) {
   physics->add_option("--threads", physics_threads, "memcpy threads (the prepare thread count)")
       ->check(CLI::Range(1, 1024));
 
-  std::vector<fs::path> report_inputs;
-  fs::path report_md;
-  auto* report = app.add_subcommand("report", "render tables from results.json files (merged when several)");
-  report->add_option("results", report_inputs, "results.json files")->required()->check(CLI::ExistingFile);
-  report->add_option("--markdown", report_md, "also write report.md here");
+  const wsb::ReportCommand report(app);  // report [table|merge|compare|trace] (harness/cmd_report.hpp)
 
   wsb::InspectArgs inspect_args;
   auto* inspect = app.add_subcommand("inspect", "list a checkpoint's tensors: dtype, shape, file, bytes, sha256, values");
@@ -88,10 +87,10 @@ int main(int argc, char** argv) {
     if (profiles.empty()) profiles = wsb::default_profiles_dir();
     if (*models) return wsb::cmd_models(profiles, models_tp);
     if (*publish) return wsb::cmd_publish(profiles, publish_args);
-    if (*run) return wsb::cmd_run(run_matrix, run_out, profiles, run_filter, keep);
+    if (*run) return wsb::cmd_run(profiles, run_args);
     if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);
     if (*physics) return wsb::cmd_physics(physics_dir, physics_bytes, physics_threads);
-    if (*report) return wsb::cmd_report(report_inputs, report_md);
+    if (report.selected()) return report.run();
     if (*inspect) return wsb::cmd_inspect(inspect_args);
     if (*codecs) return wsb::cmd_codecs(codecs_json);
   } catch (const wsb::Error& e) {

@@ -1,8 +1,13 @@
 // Matrix schema: defaults, ids, filters, and errors naming the cell and the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "harness/matrix.hpp"
 #include "models/core/errors.hpp"
+#include "models/layout/tp_layout.hpp"
+#include "models/profile/profile.hpp"
 
 namespace wsb {
 namespace {
@@ -60,11 +65,68 @@ TEST(Matrix, ErrorsNameCellAndField) {
 
 TEST(Matrix, TheSmokeMatrixLoads) {
   const auto m = load_matrix(std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
-  ASSERT_EQ(m.cells.size(), 8u);  // llama, glm, kimi, gpt-oss tiny presets x disk, cpu
+  ASSERT_EQ(m.cells.size(), 10u);  // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; tiny llama x both under gvisor
   EXPECT_EQ(m.cells[0].mode, "disk");
   EXPECT_EQ(m.cells[1].mode, "cpu");
   EXPECT_EQ(m.cells[0].tp, 2);
   EXPECT_EQ(m.cells[0].n, 3);
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
+  EXPECT_EQ(m.cells[8].id, "llama-tiny-bf16/disk/gvisor/tp2");
+  EXPECT_EQ(m.cells[9].id, "llama-tiny-bf16/cpu/gvisor/tp2");
+  EXPECT_EQ(m.cells[9].n, 3);
+  EXPECT_EQ(m.cells[9].engine, "embedded-cpu");
+  EXPECT_EQ(filter_cells(m.cells, "gvisor").size(), 2u);
+}
+
+TEST(Matrix, RuntimesAreBuiltInOrTheMatrixsLaunchers) {
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "defaults": {"model": "a", "mode": "cpu"},
+      "launchers": {"docker-runsc": {"command": ["docker", "run", "--rm", "--runtime=runsc", "-v", "{out}:{out}", "img",
+                                                 "{cell}"], "gpu": true},
+                    "plain": ["env", "{cell}"]},
+      "cells": [{"runtime": "native"}, {"runtime": "gvisor"}, {"runtime": "docker-runsc"}, {"runtime": "plain"}]})"),
+                              "m.json");
+  ASSERT_EQ(m.cells.size(), 4u);
+  EXPECT_EQ(m.cells[2].id, "a/cpu/docker-runsc/tp1");
+  EXPECT_EQ(m.launcher_for(m.cells[0]).name, "native");
+  EXPECT_TRUE(m.launcher_for(m.cells[0]).gpu);
+  EXPECT_FALSE(m.launcher_for(m.cells[1]).gpu);
+  EXPECT_TRUE(m.launcher_for(m.cells[2]).gpu);
+  EXPECT_FALSE(m.launcher_for(m.cells[3]).gpu);  // "gpu" defaults to false
+  EXPECT_EQ(m.launcher_for(m.cells[3]).command, (std::vector<std::string>{"env", "{cell}"}));
+  MatrixCell other = m.cells[0];
+  other.runtime = "kata";
+  try {
+    m.launcher_for(other);
+    ADD_FAILURE() << "unknown runtime accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "cell a/cpu/native/tp1: unknown runtime 'kata' (docker-runsc, gvisor, native, plain)");
+  }
+}
+
+TEST(Matrix, RuntimeAndLauncherErrorsNameCellAndField) {
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "runtime": "runc"}]})")),
+            "m.json: cell 0: field 'runtime': unknown runtime 'runc' (gvisor, native)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": ["docker", "{cell}"]},
+      "cells": [{"id": "c", "model": "a", "mode": "cpu", "runtime": "e"}]})")),
+            "m.json: cell 0 (c): field 'runtime': unknown runtime 'e' (d, gvisor, native)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": ["docker"], "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: field 'launchers' must be an object (name -> command template)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": ["docker", "run"]}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: launcher 'd': the command must have exactly one element \"{cell}\" (the wsbench cell argv), has 0");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": ["{cell}", "{cell}"]}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: launcher 'd': the command must have exactly one element \"{cell}\" (the wsbench cell argv), has 2");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": "docker {cell}"}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: launcher 'd': the command must be a non-empty array of strings (one element \"{cell}\")");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": ["docker", 1, "{cell}"]}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: launcher 'd': command elements must be strings, got 1");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": {"command": ["docker", "{cell}"], "gpu": "yes"}}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: launcher 'd': field 'gpu' must be true or false, got \"yes\"");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": {"cmd": ["{cell}"]}}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: launcher 'd': unknown field 'cmd' (command, gpu)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"gvisor": ["runsc", "do", "{cell}"]}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: launcher 'gvisor': is built in and cannot be redefined");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launcher": {}, "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: unknown top-level field 'launcher'");
 }
 
 TEST(Matrix, CudaEngineFieldsAndScaleKnobs) {
@@ -99,6 +161,47 @@ TEST(Matrix, CudaFieldErrors) {
             "m.json: cell 0: field 'cupti' must be true or false, got 1");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "experts": 0}]})")),
             "m.json: cell 0: field 'experts' must be >= 1");
+}
+
+TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
+  const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    names.push_back(entry.path().filename().string());
+    SCOPED_TRACE(entry.path().string());
+    const Matrix m = load_matrix(entry.path());
+    EXPECT_FALSE(m.description.empty());
+    for (const auto& cell : m.cells) {
+      // The preflight of `run` minus the device: the profile exists and its scale and TP size shard.
+      ModelProfile profile = find_profile(cell.model, WSB_PROFILES_DIR);
+      if (cell.scaled()) profile = scale_profile(profile, cell.scale());
+      EXPECT_NO_THROW(build_rank_layouts(profile, cell.tp)) << cell.id;
+    }
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"h200.json", "nightly-b300.json", "nightly-h100.json", "pin-check.json",
+                                             "smoke-cuda.json", "smoke.json"}));
+}
+
+TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
+  const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
+  for (const char* name : {"nightly-h100.json", "nightly-b300.json"}) {
+    SCOPED_TRACE(name);
+    const Matrix m = load_matrix(dir / name);
+    std::set<std::string> combos;
+    for (const auto& c : m.cells) {
+      EXPECT_EQ(c.engine, "embedded-cuda") << c.id;
+      EXPECT_GE(c.n, 2) << c.id;
+      combos.insert(c.model + " " + c.mode + " " + c.runtime);
+    }
+    // every (model, mode) under both runtimes
+    for (const auto& c : m.cells) {
+      EXPECT_TRUE(combos.contains(c.model + " " + c.mode + " native")) << c.id;
+      EXPECT_TRUE(combos.contains(c.model + " " + c.mode + " gvisor")) << c.id;
+    }
+    EXPECT_NE(m.description.find("skipped"), std::string::npos);
+  }
 }
 
 TEST(Matrix, TheShippedMatricesLoad) {

@@ -1,0 +1,78 @@
+#include "reports/checks_table.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "reports/config_key.hpp"
+
+namespace wsb {
+namespace {
+
+struct Tally {
+  size_t passed = 0;
+  size_t recorded = 0;
+  std::string first_failed;
+  void add(const Check& c) {
+    ++recorded;
+    if (c.pass) {
+      ++passed;
+    } else if (first_failed.empty()) {
+      first_failed = c.name;
+    }
+  }
+  Value text(bool name_failure) const {
+    if (recorded == 0) return Value{};
+    if (passed == recorded) return fmt::format("{}/{}", passed, recorded);
+    if (name_failure) return fmt::format("FAIL {}/{}: {}", passed, recorded, first_failed);
+    return fmt::format("FAIL {}/{}", passed, recorded);
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& checks_table_names() {
+  static const std::vector<std::string> names = {"probes_exact",
+                                                 "generation_during_prepare",
+                                                 "checksums_equal_native_load",
+                                                 "storage_pointers_unchanged",
+                                                 "missing_target_rejected",
+                                                 "version_is_target"};
+  return names;
+}
+
+Table checks_table(std::span<const Cell> cells) {
+  Table t;
+  t.columns = {{"Model", MetricKind::Text},           {"Mode", MetricKind::Text},
+               {"Runtime", MetricKind::Text},         {"n", MetricKind::Count},
+               {"Fingerprints", MetricKind::Text},    {"Generation during prepare", MetricKind::Text},
+               {"Native equality", MetricKind::Text}, {"Pointers", MetricKind::Text},
+               {"Missing target", MetricKind::Text},  {"Version", MetricKind::Text},
+               {"Other", MetricKind::Text}};
+  const auto& names = checks_table_names();
+  std::vector<ConfigKey> keys;
+  for (const Cell& c : cells) keys.push_back(config_key(c));
+  const std::vector<std::string> labels = model_labels(keys);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const Cell& c = cells[i];
+    std::vector<Tally> named(names.size());
+    Tally other;
+    for (const Trial& trial : c.trials) {
+      for (const Check& check : trial.checks) {
+        auto it = std::find(names.begin(), names.end(), check.name);
+        if (it == names.end()) {
+          other.add(check);
+        } else {
+          named[static_cast<size_t>(it - names.begin())].add(check);
+        }
+      }
+    }
+    std::vector<Value> row = {labels[i], c.mode, c.runtime, static_cast<double>(c.trials.size())};
+    for (const Tally& n : named) row.push_back(n.text(false));
+    row.push_back(other.text(true));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+}  // namespace wsb
