@@ -28,7 +28,12 @@ bool any_failed(const Results& results) {
 
 int cmd_run(const fs::path& profiles_dir, const RunArgs& args) {
   const fs::path& out = args.out;
-  RunOptions options{args.matrix, out, profiles_dir, args.filter, args.keep_workdir};
+  RunOptions options;
+  options.matrix_path = args.matrix;
+  options.out_dir = out;
+  options.profiles_dir = profiles_dir;
+  options.filter = args.filter;
+  options.keep_workdir = args.keep_workdir;
   if (!args.shard.empty()) options.shard = parse_shard(args.shard);
   options.progress = choose_progress_style(args.quiet, args.json_progress, ::isatty(STDERR_FILENO) == 1);
   const nlohmann::json raw = run_matrix(options, self_executable());
@@ -38,13 +43,6 @@ int cmd_run(const fs::path& profiles_dir, const RunArgs& args) {
   write_report_markdown(out / "report.md", results);
   std::cout << render_terminal_summary(results, true);
   std::cout << fmt::format("\nresults: {}\nreport:  {}\n", (out / "results.json").string(), (out / "report.md").string());
-  return any_failed(results) ? 1 : 0;
-}
-
-int cmd_report(const std::vector<fs::path>& inputs, const fs::path& markdown_out) {
-  Results results = inputs.size() == 1 ? load_results(inputs[0]) : merge_result_files(inputs);
-  std::cout << render_terminal_summary(results, true);
-  if (!markdown_out.empty()) write_report_markdown(markdown_out, results);
   return any_failed(results) ? 1 : 0;
 }
 

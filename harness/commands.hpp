@@ -63,7 +63,4 @@ int cmd_inspect(const InspectArgs& args);
 /// stdout).
 int cmd_codecs(const std::filesystem::path& json_out);
 
-/// `wsbench report`: renders the tables of one or more results.json (merged when several).
-int cmd_report(const std::vector<std::filesystem::path>& results, const std::filesystem::path& markdown_out);
-
 }  // namespace wsb

@@ -14,7 +14,7 @@ struct CellRunOptions {
   std::filesystem::path profiles_dir;
   std::filesystem::path workdir;  ///< emptied first; holds the store, the reference checkpoint, trial dirs
   bool keep_workdir = false;
-  std::filesystem::path progress_file;  ///< where the cell reports its trial and phase (ProgressFile); empty: nowhere
+  std::filesystem::path progress_file = {};  ///< where the cell reports its trial and phase (ProgressFile); empty: nowhere
 };
 
 /// Runs every trial of `cell` and returns the cell object of results.json (see reports/ for the schema):

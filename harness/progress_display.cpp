@@ -1,5 +1,7 @@
 #include "harness/progress_display.hpp"
 
+#include <sys/ioctl.h>
+
 #include <fmt/format.h>
 
 namespace wsb {
@@ -39,6 +41,12 @@ nlohmann::json progress_event(const std::string& event, const CellStatus& s) {
   return j;
 }
 
+size_t terminal_width(int fd) {
+  winsize ws{};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) != 0) return 0;
+  return ws.ws_col;
+}
+
 void ProgressDisplay::started(const CellStatus& s) {
   last_ = CellProgress{};
   last_line_.clear();
@@ -54,7 +62,8 @@ void ProgressDisplay::started(const CellStatus& s) {
 void ProgressDisplay::update(const CellStatus& s) {
   if (style_ == ProgressStyle::Quiet) return;
   if (style_ == ProgressStyle::Tty) {
-    const std::string line = progress_line(s);
+    std::string line = progress_line(s);
+    if (width_ > 1 && line.size() >= width_) line = line.substr(0, width_ - 1);
     if (line == last_line_) return;
     last_line_ = line;
     out_ << "\r\033[K" << line << std::flush;  // carriage return + erase line: rewrite in place

@@ -36,10 +36,14 @@ std::string progress_line(const CellStatus& s);
 /// "phase" events and "status", "reason" for "cell_end".
 nlohmann::json progress_event(const std::string& event, const CellStatus& s);
 
+/// Columns of the terminal on file descriptor `fd`, 0 when it is not a terminal or does not say.
+size_t terminal_width(int fd);
+
 /// Renders the events of a run to `out` in one style.
 class ProgressDisplay {
  public:
-  ProgressDisplay(ProgressStyle style, std::ostream& out) : style_(style), out_(out) {}
+  /// `width` > 0 cuts the in-place TTY line to that many characters (a wrapped line cannot be rewritten in place).
+  ProgressDisplay(ProgressStyle style, std::ostream& out, size_t width = 0) : style_(style), out_(out), width_(width) {}
   /// A cell is about to start.
   void started(const CellStatus& s);
   /// Called on every poll while the child runs; prints only what changed (TTY: the line; else: trial/phase).
@@ -50,6 +54,7 @@ class ProgressDisplay {
  private:
   ProgressStyle style_;
   std::ostream& out_;
+  size_t width_;
   CellProgress last_;
   std::string last_line_;
 };

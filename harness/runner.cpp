@@ -138,7 +138,8 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
                          {"matrix", matrix.name},
                          {"cells", nlohmann::json::array()}};
   if (options.shard.count > 1) results["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
-  ProgressDisplay display(options.progress, options.progress_out != nullptr ? *options.progress_out : std::cerr);
+  ProgressDisplay display(options.progress, options.progress_out != nullptr ? *options.progress_out : std::cerr,
+                          options.progress == ProgressStyle::Tty ? terminal_width(STDERR_FILENO) : 0);
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto& cell = cells[i];
     const Launcher& launcher = matrix.launcher_for(cell);

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   physics->add_option("--threads", physics_threads, "memcpy threads (the prepare thread count)")
       ->check(CLI::Range(1, 1024));
 
-  const wsb::ReportCommand report(app);  // report [table|merge|compare|trace] (harness/cmd_report.hpp)
+  wsb::ReportCommand report(app);  // report [table|merge|compare|trace] (harness/cmd_report.hpp)
 
   wsb::InspectArgs inspect_args;
   auto* inspect = app.add_subcommand("inspect", "list a checkpoint's tensors: dtype, shape, file, bytes, sha256, values");

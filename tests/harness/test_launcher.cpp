@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "harness/context.hpp"
 #include "harness/launcher.hpp"
+#include "harness/profiler.hpp"
 #include "harness/runner.hpp"
 #include "models/core/errors.hpp"
 #include "tests/support/test_support.hpp"
@@ -162,6 +164,23 @@ TEST(Launcher, MissingRunscIsASetupErrorBeforeAnyCell) {
                   "root");
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "cells"));
+}
+
+TEST(Launcher, AGvisorCellOutsideTheSandboxFails) {
+  if (detect_host_runtime() == "gvisor") GTEST_SKIP() << "this test runs inside gVisor";
+  test::TempDir dir;
+  MatrixCell cell;
+  cell.id = "c";
+  cell.model = "llama-tiny-bf16";
+  cell.mode = "cpu";
+  cell.runtime = "gvisor";
+  const auto result = run_cell(cell, CellRunOptions{WSB_PROFILES_DIR, dir / "work", false, {}});
+  EXPECT_EQ(result["status"], "fail");
+  EXPECT_EQ(result["runtime"], "gvisor");
+  EXPECT_EQ(result["runtime_detected"], detect_host_runtime());
+  EXPECT_EQ(result["reason"], "setup: runtime 'gvisor' but the cell process runs on '" + detect_host_runtime() +
+                                  "' (no gVisor sandbox)");
+  EXPECT_TRUE(result["trials"].empty());
 }
 
 }  // namespace

@@ -78,6 +78,16 @@ TEST(ProgressDisplay, TtyRewritesTheLineInPlace) {
             "\r\033[K[2/10] llama-tiny-bf16/cpu/gvisor/tp2  pass  4.0 s\n");
 }
 
+TEST(ProgressDisplay, TtyCutsTheRunningLineToTheTerminalWidth) {
+  std::ostringstream out;
+  ProgressDisplay d(ProgressStyle::Tty, out, 21);
+  d.update(status(1, "prepare", 3.0));
+  CellStatus end = status(2, "done", 4);
+  end.status = "pass";
+  d.finished(end);  // the final line is kept whole: it stays in the scrollback
+  EXPECT_EQ(out.str(), "\r\033[K[2/10] llama-tiny-bf\r\033[K[2/10] llama-tiny-bf16/cpu/gvisor/tp2  pass  4.0 s\n");
+}
+
 TEST(ProgressDisplay, JsonIsOneObjectPerEvent) {
   EXPECT_EQ(render(ProgressStyle::Json),
             R"({"cell":2,"cells":10,"elapsed_s":0.0,"event":"cell_start","id":"llama-tiny-bf16/cpu/gvisor/tp2"})" "\n"

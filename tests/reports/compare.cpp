@@ -60,13 +60,49 @@ TEST(ReportsCompare, UnmatchedConfigurationsAreListedNotRegressions) {
   EXPECT_THROW(compare_results(baseline(), cand, -0.1), std::invalid_argument);
 }
 
+Results with_pause(double pause) {
+  Results r = baseline();
+  for (Trial& t : r.cells[0].trials) t.times_s["pause"] = pause;
+  return r;
+}
+
+TEST(ReportsCompare, RegressionJustAboveThresholdAndNotJustBelowOrAt) {
+  EXPECT_TRUE(compare_results(baseline(), with_pause(1.1001), 0.10).regressed);
+  EXPECT_FALSE(compare_results(baseline(), with_pause(1.0999), 0.10).regressed);
+  EXPECT_FALSE(compare_results(baseline(), with_pause(1.1), 0.10).regressed);  // exactly 10% is allowed
+}
+
+TEST(ReportsCompare, PrepareAndCommitAreJudgedToo) {
+  Results base = baseline(), cand = baseline();
+  for (Trial& t : base.cells[1].trials) t.times_s["prepare"] = 4.0, t.times_s["commit"] = 1.0;
+  for (Trial& t : cand.cells[1].trials) t.times_s["prepare"] = 5.0, t.times_s["commit"] = 1.5;
+  const Comparison c = compare_results(base, cand, 0.10);
+  EXPECT_TRUE(c.regressed);
+  EXPECT_DOUBLE_EQ(*c.rows[1].prepare.ratio, 1.25);
+  EXPECT_EQ(c.rows[1].verdict, "REGRESSION: prepare 1.25x > 1.10x; commit 1.50x > 1.10x");
+}
+
+TEST(ReportsCompare, ConfigurationMismatchNamesConfigurationAndField) {
+  EXPECT_EQ(configuration_mismatch(baseline(), candidate()), std::nullopt);
+  Results cand = baseline();
+  cand.cells[1].tp = 4;
+  EXPECT_EQ(configuration_mismatch(baseline(), cand), "m/disk/native/tp2: in baseline only");
+  Results base = baseline();
+  cand = baseline();
+  base.cells[0].extra["layers"] = 4;
+  cand.cells[0].extra["layers"] = 8;
+  EXPECT_EQ(configuration_mismatch(base, cand), "m/cpu/native/tp2: layers 4 in baseline, 8 in candidate");
+  cand.cells[0].extra.erase("layers");
+  EXPECT_EQ(configuration_mismatch(base, cand), "m/cpu/native/tp2: layers 4 in baseline, absent in candidate");
+}
+
 TEST(ReportsCompare, TableMarkdown) {
   const std::string expected =
-      "| Model | Mode | Runtime | Pause base | Pause cand | Pause ratio | Loop base | Loop cand | Loop ratio | Verdict                         |\n"
-      "| ----- | ---- | ------- | ---------: | ---------: | ----------: | --------: | --------: | ---------: | ------------------------------- |\n"
-      "|       |      |         |        (s) |        (s) |             |       (s) |       (s) |            |                                 |\n"
-      "| m     | cpu  | native  |      1.000 |      1.100 |        1.10 |     10.00 |     10.00 |       1.00 | REGRESSION: pause 1.10x > 1.05x |\n"
-      "| m     | disk | native  |      20.00 |      20.00 |        1.00 |     80.00 |     80.00 |       1.00 | ok                              |\n";
+      "| Model | Mode | Runtime | Prepare ratio | Commit ratio | Pause base | Pause cand | Pause ratio | Loop base | Loop cand | Loop ratio | Verdict                         |\n"
+      "| ----- | ---- | ------- | ------------: | -----------: | ---------: | ---------: | ----------: | --------: | --------: | ---------: | ------------------------------- |\n"
+      "|       |      |         |               |              |        (s) |        (s) |             |       (s) |       (s) |            |                                 |\n"
+      "| m     | cpu  | native  |           n/a |          n/a |      1.000 |      1.100 |        1.10 |     10.00 |     10.00 |       1.00 | REGRESSION: pause 1.10x > 1.05x |\n"
+      "| m     | disk | native  |           n/a |          n/a |      20.00 |      20.00 |        1.00 |     80.00 |     80.00 |       1.00 | ok                              |\n";
   EXPECT_EQ(render_markdown(comparison_table(compare_results(baseline(), candidate(), 0.05))), expected);
 }
 

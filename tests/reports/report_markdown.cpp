@@ -59,10 +59,13 @@ TEST(ReportsReport, SectionsInOrderWithContextSummaryAndFailures) {
                        "after commit\n"
                        "- `llama-tiny-bf16/cpu/gvisor/tp2` on h1, trial 1: **fingerprint_after_commit** \u2014 tokens "
                        "differ at position 3\n"
-                       "\n## Phases\n"));
+                       "\n## Checks\n"));
   EXPECT_TRUE(contains(md, "### `llama-tiny-bf16/disk/native/tp2` on h1\n\n| Phase      |   n |"));
   EXPECT_LT(md.find("## Summary"), md.find("## Failures"));
-  EXPECT_LT(md.find("## Failures"), md.find("## Phases"));
+  EXPECT_LT(md.find("## Failures"), md.find("## Checks"));
+  EXPECT_LT(md.find("## Checks"), md.find("## Memory"));
+  EXPECT_LT(md.find("## Memory"), md.find("## Phases"));
+  EXPECT_TRUE(contains(md, "\n## Memory\n\nMaxima over trials"));
   EXPECT_LT(md.find("## Phases"), md.find("## Raw samples"));
 }
 
@@ -87,7 +90,7 @@ TEST(ReportsReport, MergedResultsShowHostsAndFleetMeans) {
   const std::string md = render_report_markdown(merge_results(inputs), ReportOptions{"fleet", false, false});
   EXPECT_TRUE(contains(md, "| Host | CPU           | cores |"));
   EXPECT_TRUE(contains(md, "\n## Fleet means\n"));
-  EXPECT_TRUE(contains(md, "| m     | cpu  | native  |     2 |"));
+  EXPECT_TRUE(contains(md, "|    n/a |   1.500 \u00b1 6.353 s | 11.00 \u00b1 12.71 s |     2 |    2 |\n"));
   EXPECT_TRUE(contains(md, "\n## Failures\n\nNone.\n"));
   EXPECT_FALSE(contains(md, "## Phases"));
   EXPECT_FALSE(contains(md, "<details>"));

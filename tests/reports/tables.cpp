@@ -106,11 +106,12 @@ TEST(ReportsTables, FleetMeansMarkdown) {
       testing::cell("llama-tiny-bf16", "cpu", "native", 2, "c", {{3.0, 12.0}}),
       testing::cell("llama-tiny-bf16", "disk", "native", 2, "a", {{20.44, 80.0}, {20.44, 81.0}}),
   };
+  // Prepare and commit were not recorded by these trials; Runs = 2 + 1 + 1 and 2 trials.
   const std::string expected =
-      "| Model           | Mode | Runtime | hosts | Pause mean \u00b1 95% CI | Loop mean \u00b1 95% CI |\n"
-      "| --------------- | ---- | ------- | ----: | ------------------: | -----------------: |\n"
-      "| llama-tiny-bf16 | cpu  | native  |     3 |     2.000 \u00b1 2.484 s |     11.33 \u00b1 1.43 s |\n"
-      "| llama-tiny-bf16 | disk | native  |     1 |       20.44 s \u00b1 n/a |      80.50 s \u00b1 n/a |\n";
+      "| Model           | Mode | Runtime | Prepare | Commit | Pause upper bound |       Envelope | Hosts | Runs |\n"
+      "| --------------- | ---- | ------- | ------: | -----: | ----------------: | -------------: | ----: | ---: |\n"
+      "| llama-tiny-bf16 | cpu  | native  |     n/a |    n/a |   2.000 \u00b1 2.484 s | 11.33 \u00b1 1.43 s |     3 |    4 |\n"
+      "| llama-tiny-bf16 | disk | native  |     n/a |    n/a |     20.44 s \u00b1 n/a |  80.50 s \u00b1 n/a |     1 |    2 |\n";
   EXPECT_EQ(render_markdown(host_mean_table(cells)), expected);
 }
 
