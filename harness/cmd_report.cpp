@@ -105,6 +105,12 @@ double parse_regression_threshold(const std::string& text) {
     throw std::runtime_error(
         fmt::format("--max-regression: '{}' is not a non-negative percentage (\"10%\") or fraction (\"0.1\")", text));
   }
+  // "10" is ambiguous (10% or 1000%?): a bare number must be a fraction, at most 1 (100%).
+  if (!percent && v > 1.0) {
+    throw std::runtime_error(fmt::format("--max-regression: '{}' is ambiguous: write \"{}%\" for a percentage or a "
+                                         "fraction <= 1 such as \"0.1\"",
+                                         text, s));
+  }
   return percent ? v / 100.0 : v;
 }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "harness/commands.hpp"
+#include "reports/report_tables.hpp"
 #include "harness/runner.hpp"
 #include "harness/shard.hpp"
 #include "reports/merge.hpp"
@@ -41,7 +42,7 @@ int cmd_run(const fs::path& profiles_dir, const RunArgs& args) {
   Results results = raw.get<Results>();
   save_results(out / "results.json", results);
   write_report_markdown(out / "report.md", results);
-  std::cout << render_terminal_summary(results, true);
+  std::cout << render_tables(results, TableFormat::Text);  // the tables of report.md: summary, phases, checks, memory
   std::cout << fmt::format("\nresults: {}\nreport:  {}\n", (out / "results.json").string(), (out / "report.md").string());
   return any_failed(results) ? 1 : 0;
 }

@@ -325,6 +325,11 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   trial["memory"] = memory_snapshot();
   trial["memory"]["prepare_peak"] = memory_peaks_json(prepare_peaks, prepare_sampler.period());
   if (commit_sampled) trial["memory"]["commit_peak"] = memory_peaks_json(commit_peaks, commit_sampler.period());
+  // gVisor reports no VmHWM (0): the peak is then the sampled one, and says so.
+  if (trial["memory"].value("rss_peak_bytes", uint64_t{0}) == 0) {
+    trial["memory"]["rss_peak_bytes"] = std::max(prepare_peaks.rss_peak_bytes, commit_peaks.rss_peak_bytes);
+    trial["memory"]["rss_peak_source"] = "sampled during prepare and commit (VmHWM unavailable)";
+  }
   trial["timeline"] = timeline_json(boot0, native_load_s, prepare0, prepare1, commit0, commit1,
                                     commit_report.pause_seconds, first_target, samples);
   const ModeMemory mode_memory = client.mode_memory();

@@ -184,6 +184,13 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
         cell_json["status"] = "fail";
         cell_json["reason"] = failure;
       }
+      // The host is the machine, as in the context block: a launcher that gives the child its own hostname (a
+      // container) must not turn one machine into a fleet. The child's own name is kept beside it.
+      const std::string machine = results["context"].value("host", "");
+      if (cell_json.contains("host") && cell_json["host"].is_string() && cell_json["host"] != machine) {
+        cell_json["host_in_runtime"] = cell_json["host"];
+      }
+      cell_json["host"] = machine;
     }
     std::error_code ec;
     fs::remove(progress_file, ec);

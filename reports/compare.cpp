@@ -53,7 +53,11 @@ void judge(CompareRow& row, const ConfigGroup* base, const ConfigGroup* cand, do
   over(row.pause, "pause");
   over(row.loop, "loop");
   const auto cand_fail = failure(cand);
-  if (cand_fail && !failure(base)) why.push_back("candidate failed: " + *cand_fail);
+  if (cand_fail && !failure(base)) why.push_back("failed check in candidate: " + *cand_fail);
+  // A cell the baseline measured but the candidate skipped was never measured: the gate cannot pass on it.
+  if (!row.pause.candidate && !row.loop.candidate && (row.pause.baseline || row.loop.baseline)) {
+    why.push_back("candidate has no measured trial (skipped or empty) where the baseline has");
+  }
   row.regression = !why.empty();
   if (!row.regression) {
     row.verdict = "ok";

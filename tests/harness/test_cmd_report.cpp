@@ -81,6 +81,8 @@ TEST(HarnessCmdReport, CompareExitCodes) {
                 other.string() + ")");
   EXPECT_EQ(parse_regression_threshold("10%"), 0.10);
   EXPECT_EQ(parse_regression_threshold("0.25"), 0.25);
+  EXPECT_EQ(error_of([] { parse_regression_threshold("10"); }),
+            "--max-regression: '10' is ambiguous: write \"10%\" for a percentage or a fraction <= 1 such as \"0.1\"");
   EXPECT_EQ(error_of([] { parse_regression_threshold("ten"); }),
             "--max-regression: 'ten' is not a non-negative percentage (\"10%\") or fraction (\"0.1\")");
 }

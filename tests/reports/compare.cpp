@@ -45,7 +45,18 @@ TEST(ReportsCompare, CandidateFailureWhereBaselinePassedRegresses) {
   cand.cells[1].reason = "checksum mismatch on rank 1";
   const Comparison c = compare_results(baseline(), cand, 0.5);
   EXPECT_TRUE(c.regressed);
-  EXPECT_EQ(c.rows[1].verdict, "REGRESSION: candidate failed: checksum mismatch on rank 1");
+  EXPECT_EQ(c.rows[1].verdict, "REGRESSION: failed check in candidate: checksum mismatch on rank 1");
+}
+
+TEST(ReportsCompare, CandidateSkippedWhereBaselineMeasuredRegresses) {
+  Results cand = baseline();
+  cand.cells[1].status = Status::Skipped;
+  cand.cells[1].reason = "no GPU under gvisor";
+  cand.cells[1].trials.clear();
+  const Comparison c = compare_results(baseline(), cand, 0.5);
+  EXPECT_TRUE(c.regressed);
+  EXPECT_EQ(c.rows[1].verdict,
+            "REGRESSION: candidate has no measured trial (skipped or empty) where the baseline has");
 }
 
 TEST(ReportsCompare, UnmatchedConfigurationsAreListedNotRegressions) {
