@@ -25,8 +25,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The same results file twice would count every trial twice in the fleet means.
+void refuse_duplicates(const std::vector<fs::path>& inputs) {
+  std::set<fs::path> seen;
+  for (const auto& p : inputs) {
+    std::error_code ec;
+    const fs::path key = fs::weakly_canonical(p, ec);
+    if (!seen.insert(ec ? p : key).second) {
+      throw std::runtime_error(fmt::format("{}: given twice: each results file may be merged once", p.string()));
+    }
+  }
+}
+
 Results load_all(const std::vector<fs::path>& inputs) {
   if (inputs.empty()) throw std::runtime_error("report: no results files given");
+  refuse_duplicates(inputs);
   return inputs.size() == 1 ? load_results(inputs[0]) : merge_result_files(inputs);
 }
 
@@ -83,6 +96,7 @@ int report_table(const std::vector<fs::path>& inputs, const std::string& format,
 
 int report_merge(const std::vector<fs::path>& inputs, const fs::path& out, std::ostream& stdout_) {
   if (out.empty()) throw std::runtime_error("report merge: -o FILE is required");
+  refuse_duplicates(inputs);
   const Results merged = merge_result_files(inputs);
   save_results(out, merged);
   stdout_ << fmt::format("merged {} files: {} hosts, {} cells -> {}\n", inputs.size(), merged.hosts.size(),

@@ -95,6 +95,9 @@ TEST(HarnessCmdReport, MergeCountsHostsByContextAndIsReadableByTable) {
   const fs::path b = write(dir, "b.json", "b", {cell("b", "cpu", 3.0)});
   EXPECT_EQ(report_merge({a1, a2}, dir / "one.json", out), 0);
   EXPECT_EQ(load_results(dir / "one.json").hosts.size(), 1u);  // two results of one host = one host
+  EXPECT_EQ(error_of([&] { report_merge({a1, b, a1}, dir / "dup.json", out); }),
+            a1.string() + ": given twice: each results file may be merged once");
+  EXPECT_FALSE(fs::exists(dir / "dup.json"));
   EXPECT_EQ(report_merge({a1, a2, b}, dir / "fleet.json", out), 0);
   EXPECT_NE(out.str().find("merged 3 files: 2 hosts, 3 cells -> "), std::string::npos);
   out.str("");
