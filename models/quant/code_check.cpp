@@ -106,6 +106,32 @@ std::string coordinates(const Shape& shape, uint64_t flat) {
 
 }  // namespace
 
+CodeScanner::CodeScanner(const TensorSpec& spec) {
+  const std::optional<LaneRule> rule = lane_rule(spec, quant_role(spec));
+  if (!rule) return;
+  active_ = true;
+  and_word_ = rule->and_word;
+  mask_ = rule->mask;
+  add_ = rule->add;
+  top_ = rule->top;
+}
+
+void CodeScanner::advance(std::span<const uint8_t> tensor, size_t upto) {
+  if (!active_ || found_) return;
+  const LaneRule rule{mask_, add_, top_, and_word_, 1, ""};
+  const size_t whole = upto / 8 * 8;  // a partial word waits for the next call (or the tensor's end)
+  if (whole > cursor_) {
+    found_ = any_invalid(rule, tensor.data() + cursor_, tensor.data() + whole) != 0;
+    cursor_ = whole;
+  }
+  if (upto == tensor.size() && cursor_ < upto && !found_) {
+    uint8_t tail[8] = {};  // zero lanes are never invalid
+    std::memcpy(tail, tensor.data() + cursor_, upto - cursor_);
+    found_ = rule.invalid_lanes(load_word(tail)) != 0;
+    cursor_ = upto;
+  }
+}
+
 std::optional<InvalidCode> find_invalid_code(const TensorSpec& spec, std::span<const uint8_t> bytes) {
   if (bytes.size() != spec.bytes()) {
     throw Error(ErrorKind::Mismatch, fmt::format("tensor '{}' ({} {}): {} bytes to check, expected {}", spec.name,

@@ -33,4 +33,23 @@ std::optional<InvalidCode> find_invalid_code(const TensorSpec& spec, std::span<c
 /// Throws Error(Mismatch) when bytes.size() != spec.bytes().
 void check_codes(const TensorSpec& spec, std::span<const uint8_t> bytes, std::string_view context);
 
+/// Detection-only form of find_invalid_code for a tensor whose final bytes are produced front to back (a streamed
+/// delta fold): each advance scans the newly final bytes while they are still in cache, so the check costs no
+/// separate pass over memory. On found(), call check_codes on the whole tensor for the exact message.
+class CodeScanner {
+ public:
+  explicit CodeScanner(const TensorSpec& spec);
+  /// Scans tensor[scanned so far, upto). `tensor` is the whole tensor (spec.bytes() bytes); every byte before
+  /// `upto` must be final. Calls must not decrease `upto`.
+  void advance(std::span<const uint8_t> tensor, size_t upto);
+  bool found() const { return found_; }
+
+ private:
+  bool active_ = false;
+  bool and_word_ = false;
+  uint64_t mask_ = 0, add_ = 0, top_ = 0;
+  size_t cursor_ = 0;
+  bool found_ = false;
+};
+
 }  // namespace wsb

@@ -34,7 +34,8 @@ void xor_into(uint8_t* out, const uint8_t* mask, size_t n) {
 
 /// Streams the frame, xoring at most `limit` output bytes into data. Returns bytes xored; sets `error` (and stops)
 /// on a framing violation.
-size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, size_t limit, std::string& error) {
+size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, size_t limit, std::string& error,
+                  const XorProgress* progress) {
   std::unique_ptr<ZSTD_DStream, DStreamFree> stream(ZSTD_createDStream());
   ZSTD_initDStream(stream.get());
   std::vector<uint8_t> chunk(kChunk);
@@ -55,6 +56,7 @@ size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, siz
     const size_t take = std::min(out.pos, limit - std::min(limit, produced));
     xor_into(data.data() + produced, chunk.data(), take);
     produced += take;
+    if (progress != nullptr && take > 0) (*progress)(produced);
     if (take < out.pos) return produced;  // reverting: stop at the limit
     if (ret != 0 && in.pos == in.size && out.pos < out.size) {
       error = "truncated zstd frame";
@@ -69,6 +71,11 @@ size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, siz
 }  // namespace
 
 void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data, const std::string& tensor) {
+  apply_xor_payload(payload, data, tensor, XorProgress{});
+}
+
+void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data, const std::string& tensor,
+                       const XorProgress& progress) {
   const std::string what = fmt::format("xor mask of tensor '{}'", tensor);
   const uint64_t declared = zstd_declared_size(payload, what);  // header first: refuse a wrong size up front
   if (declared != data.size()) {
@@ -76,10 +83,10 @@ void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data
                 fmt::format("{}: mask of {} bytes declared, tensor has {} bytes", what, declared, data.size()));
   }
   std::string error;
-  const size_t applied = stream_xor(payload, data, data.size(), error);
+  const size_t applied = stream_xor(payload, data, data.size(), error, progress ? &progress : nullptr);
   if (!error.empty()) {
     std::string ignored;  // the prefix decodes identically: xoring it again restores the tensor
-    stream_xor(payload, data, applied, ignored);
+    stream_xor(payload, data, applied, ignored, nullptr);
     throw Error(ErrorKind::Format, fmt::format("{}: {}", what, error));
   }
 }

@@ -51,10 +51,23 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
   undo.tensor = spec.name;
   undo.overwrite_inverse.resize(plan.steps.size());
   try {
+    // When the last step is an xor, each chunk it produces is final: hash it and scan its codes right away, while
+    // it is in cache, instead of two more passes over the tensor in memory (prepare is memory-bound).
+    const bool fused = plan.steps.back()->manifest().encoding == DeltaEncoding::Xor;
+    Xxh3Hasher hasher;
+    CodeScanner scanner(spec);
+    size_t hashed = 0;
+    const XorProgress on_final_chunk = [&](size_t upto) {
+      hasher.update(bytes.subspan(hashed, upto - hashed));
+      hashed = upto;
+      scanner.advance(bytes, upto);
+    };
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const auto& step = *plan.steps[i];
       if (step.manifest().encoding == DeltaEncoding::Xor) {
-        apply_xor_payload(step.payload(spec.name), bytes, spec.name);  // streamed: no tensor-sized mask
+        const bool last = i + 1 == plan.steps.size();
+        // streamed: no tensor-sized mask
+        apply_xor_payload(step.payload(spec.name), bytes, spec.name, last ? on_final_chunk : XorProgress{});
       } else {
         DecodedDelta delta = decode_delta(DeltaEncoding::Overwrite, step.payload(spec.name), bytes.size(), spec.name);
         apply_delta_swap(delta, bytes);
@@ -63,7 +76,7 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
       undo.applied_steps = i + 1;
     }
     const std::string& expected = plan.steps.back()->expected_checksum(spec.name);
-    const std::string actual = xxh3_128_hex(bytes);
+    const std::string actual = fused ? hasher.hex() : xxh3_128_hex(bytes);
     if (actual != expected) {
       throw Error(ErrorKind::Checksum,
                   fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}", spec.name,
@@ -71,7 +84,7 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
     }
     // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would
     // still reach the engine, so the target codes are validated before anything live can see them.
-    check_codes(spec, bytes, fmt::format("publication {}", version_string(plan.to)));
+    if (!fused || scanner.found()) check_codes(spec, bytes, fmt::format("publication {}", version_string(plan.to)));
   } catch (...) {
     revert_steps(plan, undo, bytes);
     throw;

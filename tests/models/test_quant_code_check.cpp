@@ -172,5 +172,39 @@ TEST(QuantCodeCheck, WordScanAgreesWithAScalarScan) {
   }
 }
 
+// The streamed form (fused into the delta fold) must flag exactly the tensors the whole-tensor scan flags, for any
+// split into pieces, including pieces that end mid-word and a tail shorter than a word.
+TEST(QuantCodeCheck, CodeScannerAgreesWithTheWholeTensorScan) {
+  std::mt19937_64 rng(7);
+  int flagged = 0;
+  for (DType dtype : {DType::F8_E4M3, DType::U8, DType::BF16, DType::F16, DType::F32}) {
+    for (int trial = 0; trial < 60; ++trial) {
+      const int64_t n = static_cast<int64_t>(rng() % 9000) + 1;
+      const TensorSpec spec{"t_scales", dtype, {n}};
+      Bytes b(spec.bytes());
+      for (auto& x : b) x = static_cast<uint8_t>(rng());
+      const size_t width = dtype_size(dtype);
+      for (int64_t i = 0; i < n; ++i) {
+        uint8_t& high = b[static_cast<size_t>(i) * width + width - 1];
+        high = static_cast<uint8_t>(high & ~0x40);
+      }
+      if (rng() % 2 == 0) {  // one invalid element, often in the last (partial) word
+        const size_t i = rng() % 3 == 0 ? static_cast<size_t>(n) - 1 : rng() % static_cast<size_t>(n);
+        for (size_t j = 0; j < width; ++j) b[i * width + j] = 0xFF;
+      }
+      CodeScanner scanner(spec);
+      size_t upto = 0;
+      while (upto < b.size()) {
+        upto = std::min(b.size(), upto + 1 + static_cast<size_t>(rng() % 700));
+        scanner.advance(b, upto);
+      }
+      const bool whole = find_invalid_code(spec, b).has_value();
+      ASSERT_EQ(scanner.found(), whole) << dtype_name(dtype) << " n " << n;
+      flagged += whole ? 1 : 0;
+    }
+  }
+  EXPECT_GT(flagged, 50);  // both outcomes were exercised
+}
+
 }  // namespace
 }  // namespace wsb

@@ -49,17 +49,17 @@ Canonical version0() {
   return out;
 }
 
-void write_full(const Store& store, const Canonical& tensors) {
+void write_full(const Store& store, const Canonical& tensors, const std::vector<TensorSpec>& specs = kTensors) {
   PublicationManifest manifest;
   manifest.version = 0;
   PublicationWriter writer(store.update_dir(0), manifest, 1 << 20, true, false);
-  for (const TensorSpec& t : kTensors) writer.add(t, tensors.at(t.name), xxh3_128_hex(tensors.at(t.name)));
+  for (const TensorSpec& t : specs) writer.add(t, tensors.at(t.name), xxh3_128_hex(tensors.at(t.name)));
   writer.commit();
 }
 
 /// DELTA `version` from `base` to `target`, every checksum that of the target bytes (so it matches).
 void write_delta(const Store& store, uint32_t version, DeltaEncoding encoding, const Canonical& base,
-                 const Canonical& target) {
+                 const Canonical& target, const std::vector<TensorSpec>& specs = kTensors) {
   PublicationManifest manifest;
   manifest.version = version;
   manifest.kind = PublicationKind::Delta;
@@ -67,7 +67,7 @@ void write_delta(const Store& store, uint32_t version, DeltaEncoding encoding, c
   manifest.encoding = encoding;
   manifest.compression_format = "zstd";
   PublicationWriter writer(store.update_dir(version), manifest, 1 << 20, true, false);
-  for (const TensorSpec& t : kTensors) {
+  for (const TensorSpec& t : specs) {
     Bytes payload = encode_delta(encoding, base.at(t.name), target.at(t.name), 1);
     TensorSpec spec{t.name, DType::U8, {static_cast<int64_t>(payload.size())}};
     writer.add(spec, std::move(payload), xxh3_128_hex(target.at(t.name)));
@@ -137,6 +137,59 @@ TEST_P(FoldRejectsInvalidCodes, EvenWithAMatchingChecksum) {
     fold_tensor(catch_up, t, bytes, nullptr);
     EXPECT_EQ(bytes, v2.at(t.name)) << t.name;
   }
+}
+
+// A tensor of several stream chunks (the xor fold hashes and scans each chunk as it is produced): a NaN in a late
+// chunk and a checksum that differs only by a byte in the last chunk are both caught, and the bytes restored.
+TEST_P(FoldRejectsInvalidCodes, InALateChunkOfALargeTensor) {
+  const TensorSpec big{"model.layers.0.mlp.up_proj.weight", DType::BF16, {512, 1100}};  // 1.07 MiB: 5 chunks
+  const std::vector<TensorSpec> specs{big};
+  test::TempDir dir;
+  Store store(dir.path());
+  Canonical v0;
+  v0[big.name] = Bytes(big.bytes());
+  synthesize_initial(test::tiny_profile(), big, 5, v0[big.name]);
+  Canonical v1 = v0;
+  const size_t nan_element = 490000;  // in the fourth 256 KiB chunk
+  v1[big.name][2 * nan_element] = 0xC0;
+  v1[big.name][2 * nan_element + 1] = 0x7F;  // BF16 0x7FC0: NaN
+  v1[big.name][17] ^= 4;
+  Canonical v2 = v0;
+  v2[big.name][big.bytes() - 3] ^= 1;  // valid, in the last chunk
+  write_full(store, v0, specs);
+  write_delta(store, 1, GetParam(), v0, v1, specs);
+  write_delta(store, 2, GetParam(), v1, v2, specs);
+
+  Bytes bytes = v0.at(big.name);
+  expect_error([&] { fold_tensor(plan_update(store, 0, 1), big, bytes, nullptr); }, ErrorKind::Format,
+               {"publication 000001: tensor 'model.layers.0.mlp.up_proj.weight' (BF16 [512, 1100]): element 490000 "
+                "[445, 500] holds BF16 code 0x7FC0, which is NaN or infinity (1 invalid code in the tensor)"});
+  EXPECT_EQ(bytes, v0.at(big.name));
+  fold_tensor(plan_update(store, 0, 2), big, bytes, nullptr);  // two steps; only the last one's chunks are final
+  EXPECT_EQ(bytes, v2.at(big.name));
+
+  // Version 3 carries v2's bytes xor a change in the last chunk, but the checksum of v2: only hashing every
+  // chunk, the last included, catches it.
+  Canonical v3 = v2;
+  v3[big.name][big.bytes() - 2] ^= 1;
+  PublicationManifest manifest;
+  manifest.version = 3;
+  manifest.kind = PublicationKind::Delta;
+  manifest.base_version = 2;
+  manifest.encoding = GetParam();
+  manifest.compression_format = "zstd";
+  {
+    PublicationWriter writer(store.update_dir(3), manifest, 1 << 20, true, false);
+    Bytes payload = encode_delta(GetParam(), v2.at(big.name), v3.at(big.name), 1);
+    const TensorSpec stored{big.name, DType::U8, {static_cast<int64_t>(payload.size())}};
+    writer.add(stored, std::move(payload), xxh3_128_hex(v2.at(big.name)));
+    writer.commit();
+    store.advance_latest(3);
+  }
+  expect_error([&] { fold_tensor(plan_update(store, 2, 3), big, bytes, nullptr); }, ErrorKind::Checksum,
+               {"tensor 'model.layers.0.mlp.up_proj.weight': xxh3-128 of version 000003 is " +
+                    xxh3_128_hex(v3.at(big.name)) + ", publication says " + xxh3_128_hex(v2.at(big.name))});
+  EXPECT_EQ(bytes, v2.at(big.name));
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, FoldRejectsInvalidCodes,
