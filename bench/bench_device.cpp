@@ -3,7 +3,11 @@
 //                        commit's copy pattern), by chunk size (16..1024 MiB) and stream count (1, 2, 4);
 //   BM_DeviceStoragesCommit  the same through DeviceStorages::write + synchronize (the real commit path);
 //   BM_Nvfp4SwizzleKernel    the NVFP4 128x4 scale swizzle kernel alone (scales already on the device);
-//   BM_Nvfp4SwizzleStaged    the swizzle through bounded device staging from pinned / pageable host scales.
+//   BM_Nvfp4SwizzleStaged    the swizzle through bounded device staging from pinned / pageable host scales;
+//   BM_DeviceDeltaApply      the device-delta commit's pause part: a staged pack of changed 32-bit words applied in
+//                            place by the scatter kernel (DeviceStorages::apply_staged_deltas + synchronize), by the
+//                            share of changed words (0 = identity, 20 per mille ~ the default BF16 density, 1000 =
+//                            dense); floor_ratio is against the pinned-H2D time of the whole storage.
 // Counters: GB/s, floor_GBps (the pinned H2D floor of device 0, measured once per process with
 // measure_h2d_floors), floor_ratio (time / floor time of the same bytes); the swizzles also report host_ratio
 // (host transform time / this time).
@@ -37,6 +41,7 @@
 #include "models/core/errors.hpp"
 #include "models/transform/nvfp4.hpp"
 #include "modes/sync/host_buffer.hpp"
+#include "modes/sync/staged_delta.hpp"
 #endif
 
 namespace {
@@ -169,10 +174,55 @@ void BM_DeviceStoragesCommit(benchmark::State& state) {
   set_h2d_counters(state, rig.host.size(), total);
 }
 
+void BM_DeviceDeltaApply(benchmark::State& state) {
+  H2dRig& rig = H2dRig::get();
+  const int64_t per_mille = state.range(0);
+  wsb::DeviceStorageOptions options;
+  options.device_count = 1;
+  options.delta_staging_bytes = 2 * rig.host.size() + (1 << 20);  // room for the dense pack too
+  wsb::RankLayout layout;
+  wsb::RuntimeStorageSpec spec;
+  spec.name = "image";
+  spec.dtype = wsb::DType::U8;
+  spec.shape = {static_cast<int64_t>(rig.host.size())};
+  layout.storages.push_back(spec);
+  auto storages = wsb::make_device_storages({layout}, options);
+  storages->write(0, 0, 0, rig.host.span());
+  storages->synchronize();
+  // The new image: every word changes with probability per_mille / 1000 (a fixed generator, so runs compare).
+  std::vector<uint8_t> next(rig.host.span().begin(), rig.host.span().end());
+  uint64_t state64 = 0x9E3779B97F4A7C15ull;
+  for (size_t w = 0; w + 4 <= next.size(); w += 4) {
+    state64 = state64 * 6364136223846793005ull + 1442695040888963407ull;
+    if (static_cast<int64_t>((state64 >> 33) % 1000) < per_mille) next[w] ^= 0x01;
+  }
+  wsb::StorageDelta delta;
+  uint64_t changed = 0;
+  wsb::diff_storage(rig.host.span(), next, next.size(), delta, &changed);
+  const wsb::StorageDelta* staged[] = {&delta};
+  storages->stage_deltas(staged);
+  double total = 0;
+  for (auto _ : state) {
+    // Applying the same pack again writes the same values: every iteration does the same device work.
+    const auto t0 = std::chrono::steady_clock::now();
+    storages->apply_staged_deltas();
+    storages->synchronize();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(seconds);
+    total += seconds;
+  }
+  set_h2d_counters(state, rig.host.size(), total);
+  state.counters["changed_words"] = static_cast<double>(changed);
+  state.counters["staged_bytes"] = static_cast<double>(wsb::pack_bytes(staged));
+}
+
 /// Registers both H2D cases over chunk sizes x stream counts.
 void register_h2d() {
   std::vector<int64_t> chunks = {16, 64, 256, 1024};
   if (g_short) chunks = {16, 64, 256};
+  auto* delta = benchmark::RegisterBenchmark("BM_DeviceDeltaApply", &BM_DeviceDeltaApply);
+  delta->ArgNames({"changed_per_mille"})->UseManualTime()->Unit(benchmark::kMillisecond);
+  for (int64_t p : {0, 2, 20, 1000}) delta->Arg(p);
   for (auto* fn : {&BM_H2dChunked, &BM_DeviceStoragesCommit}) {
     auto* b = benchmark::RegisterBenchmark(fn == &BM_H2dChunked ? "BM_H2dChunked" : "BM_DeviceStoragesCommit", fn);
     b->ArgNames({"chunk_MiB", "streams"})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/cuda/pinned.hpp"
+#include "engine/device_transform_target.hpp"
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
@@ -44,11 +45,21 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
       }
     }
     forward_ = make_forward(options_.profile, layouts_, views);
+    if (options_.commit_strategy == kCommitDeviceDelta) {
+      uint64_t bytes = options_.device.delta_staging_bytes;
+      if (bytes == 0) {
+        for (const auto& layout : layouts_) bytes += layout.bytes() / 4;
+      }
+      host->set_delta_staging_bytes(std::max<uint64_t>(bytes, 1 << 20));
+    }
     host_storages_ = host.get();
     storages_ = std::move(host);
   } else if (options_.backend == "cuda") {
     auto device = make_device_storages(layouts_, options_.device);
     forward_ = make_device_forward(options_.profile, layouts_, device->views(), options_.forward);
+    if (DeviceTransformTarget::needed(layouts_)) {
+      device_transforms_ = std::make_unique<DeviceTransformTarget>(*device, layouts_);
+    }
     storages_ = std::move(device);
     pinner_ = &cuda_host_pinner();
   } else {
@@ -57,6 +68,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
   }
   SyncContext context{options_.profile, layouts_, options_.store, options_.workdir, options_.prepare_threads};
   context.pinner = pinner_;
+  context.commit_strategy = options_.commit_strategy;
+  context.live = device_transforms_ ? static_cast<StorageTarget*>(device_transforms_.get()) : storages_.get();
   mode_ = make_sync_mode(options_.mode, std::move(context));
   state_ = std::make_unique<SyncStateMachine>(0);
   scheduler_ = std::thread([this] { scheduler_loop(); });
@@ -102,8 +115,13 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
     for (size_t r = 0; r < layouts_.size(); ++r) {
       for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
         const RuntimeStorageSpec& spec = layouts_[r].storages[s];
-        if (host_storages_) {
+        auto offered = host_storages_ ? mode_->native_load_staging(static_cast<int>(r), s, spec.bytes())
+                                      : std::span<uint8_t>{};
+        if (host_storages_ && offered.empty()) {
           load_storage(spec, lookup, host_storages_->storage(static_cast<int>(r), s));
+        } else if (host_storages_) {
+          load_storage(spec, lookup, offered);  // the mode keeps what it staged (device-delta's live image)
+          storages_->write(static_cast<int>(r), s, 0, offered);
         } else {
           auto out = mode_->native_load_staging(static_cast<int>(r), s, spec.bytes());
           if (out.empty()) {
@@ -312,7 +330,8 @@ CommitReport Engine::commit(uint32_t target) {
   }
   try {
     if (debug_inside_pause_) debug_inside_pause_();
-    mode_->commit(*storages_, log);
+    if (device_transforms_) mode_->commit(*device_transforms_, log);
+    else mode_->commit(*storages_, log);
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -387,6 +406,11 @@ void Engine::debug_flip_storage_byte(int rank, size_t storage, uint64_t offset) 
   std::lock_guard control(control_mu_);
   std::lock_guard lock(mu_);
   storages_->flip_byte(rank, storage, offset);
+}
+
+void Engine::debug_corrupt_staged_delta(uint64_t offset) {
+  if (device_transforms_) device_transforms_->corrupt_staged_delta(offset);
+  else storages_->corrupt_staged_delta(offset);
 }
 
 }  // namespace wsb

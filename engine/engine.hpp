@@ -28,6 +28,8 @@
 
 namespace wsb {
 
+class DeviceTransformTarget;
+
 struct EngineOptions {
   ModelProfile profile;
   int tp = 1;
@@ -43,6 +45,10 @@ struct EngineOptions {
   /// cuda backend only: collect CUPTI memcpy/kernel activity inside every commit's pause (CommitReport::cupti).
   /// Off under Nsight Systems (CUPTI allows one subscriber) or with WSB_CUPTI=0.
   bool cupti = false;
+  /// cpu mode: "full" or "device-delta" (modes/sync/staged_delta.hpp). The staging area is
+  /// device.delta_staging_bytes per device (cuda), or on the cpu backend that many host bytes (0: a quarter of the
+  /// storages' bytes).
+  std::string commit_strategy = "full";
 };
 
 /// Result of a native load (boot).
@@ -122,6 +128,8 @@ class Engine {
   void debug_set_inside_pause(std::function<void()> hook) { debug_inside_pause_ = std::move(hook); }
   /// Corrupts one byte of a storage (tests of the checks only).
   void debug_flip_storage_byte(int rank, size_t storage, uint64_t offset);
+  /// Corrupts byte `offset` of the staged device-delta pack (tests of the checks only; Error(State) when none).
+  void debug_corrupt_staged_delta(uint64_t offset);
 
  private:
   struct Active;
@@ -133,6 +141,8 @@ class Engine {
   std::vector<RankLayout> layouts_;
   std::unique_ptr<RuntimeStorages> storages_;
   HostStorages* host_storages_ = nullptr;  ///< the cpu backend's storages_ (direct access), else null
+  /// cuda backend with NVFP4 scales: the commit target that swizzles them on the device (else null).
+  std::unique_ptr<DeviceTransformTarget> device_transforms_;
   const HostPinner* pinner_ = nullptr;     ///< the cuda backend's host pinner, else null
   std::unique_ptr<ForwardModel> forward_;
   std::unique_ptr<SyncMode> mode_;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "models/core/digest64.hpp"
 #include "models/core/errors.hpp"
 #include "modes/sync/rank_image.hpp"
 
@@ -48,5 +49,29 @@ void HostStorages::read(int rank, size_t index, std::span<uint8_t> out) const {
   }
   std::memcpy(out.data(), src.data(), src.size());
 }
+
+uint64_t HostStorages::live_digest(int rank, size_t index) { return digest64(storage(rank, index)); }
+
+void HostStorages::stage_deltas(std::span<const StorageDelta* const> deltas) {
+  pack_.clear();
+  const uint64_t bytes = pack_bytes(deltas);
+  if (bytes > delta_capacity_) {
+    throw Error(ErrorKind::Resource, fmt::format("delta staging: a pack of {} bytes exceeds the {} byte area", bytes,
+                                                 delta_capacity_));
+  }
+  std::vector<uint64_t> addresses;
+  for (const StorageDelta* d : deltas) addresses.push_back(address(d->rank, d->index));
+  std::vector<uint8_t> pack(bytes);
+  pack_digest_ = pack_deltas(deltas, addresses, pack);
+  pack_ = std::move(pack);
+}
+
+bool HostStorages::staged_deltas_intact() { return pack_.empty() || digest64(pack_) == pack_digest_; }
+
+void HostStorages::apply_staged_deltas() {
+  if (!pack_.empty()) apply_pack_on_host(pack_);
+}
+
+void HostStorages::corrupt_staged_delta(uint64_t offset) { pack_.at(offset) ^= 0x01; }
 
 }  // namespace wsb

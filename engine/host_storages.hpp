@@ -26,6 +26,17 @@ class HostStorages final : public RuntimeStorages {
   void read(int rank, size_t index, std::span<uint8_t> out) const override;
   void flip_byte(int rank, size_t index, uint64_t offset) override { storage(rank, index)[offset] ^= 0x01; }
 
+  /// Delta staging on the CPU backend: one host area (group 0) of `bytes`, so the whole device-delta path runs
+  /// and is tested without a GPU. 0 (the default) disables it.
+  void set_delta_staging_bytes(uint64_t bytes) { delta_capacity_ = bytes; }
+  uint64_t delta_staging_bytes(int) const override { return delta_capacity_; }
+  int delta_staging_group(int) const override { return 0; }
+  uint64_t live_digest(int rank, size_t index) override;
+  void stage_deltas(std::span<const StorageDelta* const> deltas) override;
+  bool staged_deltas_intact() override;
+  void apply_staged_deltas() override;
+  void corrupt_staged_delta(uint64_t offset) override;
+
   std::span<uint8_t> storage(int rank, size_t index);
   std::span<const uint8_t> storage(int rank, size_t index) const;
   /// Arena bytes of one rank (with alignment padding).
@@ -36,6 +47,9 @@ class HostStorages final : public RuntimeStorages {
   std::vector<std::vector<uint64_t>> offsets_;
   std::vector<std::vector<uint64_t>> sizes_;
   std::vector<std::vector<std::string>> names_;
+  uint64_t delta_capacity_ = 0;
+  std::vector<uint8_t> pack_;  ///< the staged pack (empty: nothing staged)
+  uint64_t pack_digest_ = 0;
 };
 
 }  // namespace wsb

@@ -8,6 +8,7 @@ EmbeddedEngineClient::EmbeddedEngineClient(const EngineLaunch& launch, const std
   options.backend = launch.backend;
   options.device = launch.device;
   options.cupti = launch.cupti;
+  options.commit_strategy = launch.commit_strategy;
   engine_ = std::make_unique<Engine>(std::move(options));
   load_report_ = engine_->load_native(checkpoint_dir, version);
 }

@@ -41,6 +41,7 @@ struct EngineLaunch {
   std::string backend = "cpu";   ///< "cpu" | "cuda" (EngineOptions::backend)
   DeviceStorageOptions device{};  ///< cuda backend: H2D chunk and copy streams
   bool cupti = false;            ///< cuda backend: CUPTI summary of every commit
+  std::string commit_strategy = "full";  ///< cpu mode: "full" | "device-delta"
 };
 
 /// In-process engine. The constructor boots a fresh engine with a native load of `checkpoint_dir` at `version`.

@@ -16,7 +16,8 @@ namespace {
 const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtime",         "engine",
                                         "tp",       "n",      "seed",    "target",          "publish_versions",
                                         "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
-                                        "chunk_bytes", "copy_streams", "cupti"};
+                                        "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
+                                        "delta_staging_bytes"};
 const std::set<std::string> kModes{"disk", "cpu"};
 const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda"};
 const std::set<std::string> kEncodings{"xor", "overwrite"};
@@ -71,6 +72,10 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("floor_bytes")) cell.floor_bytes = get_field<uint64_t>(j, "floor_bytes", where);
   if (j.contains("chunk_bytes")) cell.chunk_bytes = get_field<uint64_t>(j, "chunk_bytes", where);
   if (j.contains("copy_streams")) cell.copy_streams = get_field<int>(j, "copy_streams", where);
+  if (j.contains("commit_strategy")) cell.commit_strategy = get_field<std::string>(j, "commit_strategy", where);
+  if (j.contains("delta_staging_bytes")) {
+    cell.delta_staging_bytes = get_field<uint64_t>(j, "delta_staging_bytes", where);
+  }
   if (j.contains("cupti")) {
     if (!j["cupti"].is_boolean()) fail(where, fmt::format("field 'cupti' must be true or false, got {}", j["cupti"].dump()));
     cell.cupti = j["cupti"].get<bool>();
@@ -111,6 +116,13 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
   if (cell.copy_streams < 1 || cell.copy_streams > 16) {
     fail(where, fmt::format("field 'copy_streams' must be 1..16, got {}", cell.copy_streams));
   }
+  if (cell.commit_strategy != "full" && cell.commit_strategy != "device-delta") {
+    fail(where, fmt::format("field 'commit_strategy': unknown strategy '{}' (full, device-delta)", cell.commit_strategy));
+  }
+  if (cell.commit_strategy != "full" && cell.mode != "cpu") {
+    fail(where, fmt::format("field 'commit_strategy' '{}' applies to mode cpu only (mode is '{}')", cell.commit_strategy,
+                            cell.mode));
+  }
 }
 
 }  // namespace
@@ -124,6 +136,10 @@ nlohmann::json MatrixCell::to_json() const {
   if (density) j["density"] = *density;
   if (layers) j["layers"] = *layers;
   if (experts) j["experts"] = *experts;
+  if (commit_strategy != "full") {
+    j["commit_strategy"] = commit_strategy;
+    if (delta_staging_bytes > 0) j["delta_staging_bytes"] = delta_staging_bytes;
+  }
   if (uses_cuda()) {
     j["chunk_bytes"] = chunk_bytes;
     j["copy_streams"] = copy_streams;
@@ -162,7 +178,11 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
     cell.id.clear();
     apply_fields(cell, cj, where);
     validate(cell, m.launchers, where);
-    if (cell.id.empty()) cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, cell.mode, cell.runtime, cell.tp);
+    if (cell.id.empty()) {
+      // A commit strategy other than the default is part of the mode's name: "cpu+device-delta".
+      const std::string mode = cell.commit_strategy == "full" ? cell.mode : cell.mode + "+" + cell.commit_strategy;
+      cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, mode, cell.runtime, cell.tp);
+    }
     if (!ids.insert(cell.id).second) fail(where, fmt::format("duplicate cell id '{}'", cell.id));
     m.cells.push_back(cell);
   }

@@ -35,6 +35,9 @@ struct MatrixCell {
   ProfileScale scale() const { return ProfileScale{layers, experts}; }
   bool scaled() const { return layers.has_value() || experts.has_value(); }
   int prepare_threads = 2;
+  /// cpu mode's commit strategy: "full" | "device-delta" (modes/sync/staged_delta.hpp).
+  std::string commit_strategy = "full";
+  uint64_t delta_staging_bytes = 0;  ///< device-delta staging area per device (0: the engine's default)
   uint64_t floor_bytes = 64ull << 20;  ///< buffer size of the floor measurements
   // embedded-cuda only:
   uint64_t chunk_bytes = 64ull << 20;  ///< H2D copy chunk of commits (bytes)

@@ -396,6 +396,8 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     out["floors"] = floors_json(floors);
 
     EngineLaunch launch{profile, cell.tp, cell.mode, store_dir, options.workdir, cell.prepare_threads};
+    launch.commit_strategy = cell.commit_strategy;
+    launch.device.delta_staging_bytes = cell.delta_staging_bytes;
     if (cell.uses_cuda()) {
       launch.backend = "cuda";
       launch.device.chunk_bytes = cell.chunk_bytes;
@@ -407,6 +409,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
       progress.report(-1, cell.n, "reference engine");
       EngineLaunch ref_launch = launch;
       ref_launch.workdir = options.workdir / "reference-engine";
+      ref_launch.commit_strategy = "full";  // it only loads natively: no second image set
       const double t0 = steady_seconds();
       EmbeddedEngineClient native(ref_launch, reference_dir, cell.target);
       reference.native_load_s = steady_seconds() - t0;

@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "engine/cuda/cuda_ops.hpp"
+#include "engine/cuda/delta_ops.hpp"
+#include "models/core/digest64.hpp"
 #include "models/core/errors.hpp"
 #include "modes/sync/rank_image.hpp"
 
@@ -29,10 +31,26 @@ struct RankArena {
   uint64_t next_chunk = 0;     ///< chunks issued since the last synchronize(): chunk i goes to streams[i % S]
 };
 
+/// One device's delta staging area (allocated at the first staging) and its digest slot.
+struct DeltaArea {
+  uint8_t* pack = nullptr;  ///< device copy of the staged pack
+  uint64_t capacity = 0;
+  uint64_t staged = 0;      ///< bytes of the staged pack; 0 when nothing is staged
+  uint64_t segments = 0, entries = 0;
+  uint64_t digest = 0;      ///< digest64 of the staged pack, as packed on the host
+  uint64_t* slot = nullptr;  ///< 8 device bytes the digest kernel reduces into
+  void* stream = nullptr;    ///< the first rank on this device's copy stream 0 (synchronize() waits on it)
+};
+
 class CudaDeviceStorages final : public DeviceStorages {
  public:
-  CudaDeviceStorages(uint64_t chunk_bytes) : chunk_bytes_(chunk_bytes) {}
+  CudaDeviceStorages(uint64_t chunk_bytes, uint64_t delta_bytes) : chunk_bytes_(chunk_bytes), delta_bytes_(delta_bytes) {}
   ~CudaDeviceStorages() override {
+    for (auto& [device, area] : areas_) {
+      if (area.stream != nullptr) cuda_ops::stream_synchronize(device, area.stream);
+      cuda_ops::device_free(device, area.pack);
+      cuda_ops::device_free(device, area.slot);
+    }
     for (auto& rank : ranks_) {
       for (void* s : rank.streams) cuda_ops::stream_destroy(rank.device, s);  // waits for in-flight copies
       cuda_ops::device_free(rank.device, rank.base);
@@ -132,6 +150,92 @@ class CudaDeviceStorages final : public DeviceStorages {
     wait(a, what);
   }
 
+  uint64_t delta_staging_bytes(int rank) const override {
+    const int device = arena(rank).device;
+    if (delta_bytes_ > 0) return delta_bytes_;
+    uint64_t free_bytes = 0, total_bytes = 0;
+    cuda_ops::memory_info(device, &free_bytes, &total_bytes);
+    return static_cast<uint64_t>(static_cast<double>(total_bytes) * kDefaultDeltaStagingShare) / 256 * 256;
+  }
+  int delta_staging_group(int rank) const override { return arena(rank).device; }
+
+  uint64_t live_digest(int rank, size_t index) override {
+    RankArena& a = arena(rank);
+    synchronize();
+    DeltaArea& area = area_of(rank);
+    const uint64_t bytes = a.sizes.at(index);
+    const std::string what = fmt::format("rank {} storage '{}': live digest", rank, a.names[index]);
+    return digest64_close(
+        cuda_ops::digest64_sum_device(a.device, a.base + a.offsets[index], bytes, area.slot, area.stream, what.c_str()),
+        bytes);
+  }
+
+  void stage_deltas(std::span<const StorageDelta* const> deltas) override {
+    std::map<int, std::vector<const StorageDelta*>> by_device;
+    for (auto& [device, area] : areas_) area.staged = 0;
+    for (const StorageDelta* d : deltas) by_device[arena(d->rank).device].push_back(d);
+    for (const auto& [device, group] : by_device) {
+      DeltaArea& area = area_of(group.front()->rank);
+      const uint64_t bytes = pack_bytes(group);
+      if (area.pack == nullptr) {
+        area.capacity = delta_staging_bytes(group.front()->rank);
+        area.pack = static_cast<uint8_t*>(
+            cuda_ops::device_alloc(device, area.capacity, fmt::format("delta staging area on device {}", device)));
+      }
+      if (bytes > area.capacity) {
+        throw Error(ErrorKind::Resource, fmt::format("delta staging on device {}: a pack of {} bytes exceeds the {} "
+                                                     "byte area",
+                                                     device, bytes, area.capacity));
+      }
+      std::vector<uint64_t> addresses;
+      for (const StorageDelta* d : group) addresses.push_back(address(d->rank, d->index));
+      std::vector<uint8_t> pack(bytes);  // pageable and transient: freed once uploaded
+      const uint64_t digest = pack_deltas(group, addresses, pack);
+      const std::string what = fmt::format("delta staging on device {}: upload", device);
+      cuda_ops::copy_h2d_async(device, area.pack, pack.data(), bytes, area.stream, what);
+      area.staged = bytes;
+      area.segments = group.size();
+      area.entries = (bytes - 16 - 32 * group.size()) / 8;
+      area.digest = digest;
+      if (!area_intact(device, area)) {
+        area.staged = 0;
+        throw Error(ErrorKind::Checksum, fmt::format("delta staging on device {}: the staged pack's digest differs "
+                                                     "from the {} bytes uploaded",
+                                                     device, bytes));
+      }
+    }
+  }
+
+  bool staged_deltas_intact() override {
+    for (auto& [device, area] : areas_) {
+      if (area.staged > 0 && !area_intact(device, area)) return false;
+    }
+    return true;
+  }
+
+  void apply_staged_deltas() override {
+    for (auto& [device, area] : areas_) {
+      if (area.staged == 0) continue;
+      const std::string what = fmt::format("delta apply on device {}", device);
+      cuda_ops::apply_pack_async(device, area.pack, area.segments, area.entries, area.stream, what.c_str());
+    }
+  }
+
+  void corrupt_staged_delta(uint64_t offset) override {
+    for (auto& [device, area] : areas_) {
+      if (area.staged == 0) continue;
+      if (offset >= area.staged) throw Error(ErrorKind::Mismatch, "corrupt_staged_delta: offset beyond the pack");
+      uint8_t byte = 0;
+      cuda_ops::copy_d2h_async(device, &byte, area.pack + offset, 1, area.stream, "corrupt_staged_delta");
+      cuda_ops::stream_synchronize(device, area.stream);
+      byte ^= 0x01;
+      cuda_ops::copy_h2d_async(device, area.pack + offset, &byte, 1, area.stream, "corrupt_staged_delta");
+      cuda_ops::stream_synchronize(device, area.stream);
+      return;
+    }
+    throw Error(ErrorKind::State, "corrupt_staged_delta: nothing staged");
+  }
+
   void flip_byte(int rank, size_t index, uint64_t offset) override {
     RankArena& a = arena(rank);
     check_range(rank, index, offset, 1, "flip_byte");
@@ -174,8 +278,28 @@ class CudaDeviceStorages final : public DeviceStorages {
     if (!failure.empty()) throw Error(ErrorKind::Io, fmt::format("{}: {}", what, failure));
   }
 
+  /// The delta area of `rank`'s device, its digest slot allocated on first use.
+  DeltaArea& area_of(int rank) {
+    const RankArena& a = arena(rank);
+    DeltaArea& area = areas_[a.device];
+    if (area.slot == nullptr) {
+      area.stream = a.streams.front();
+      area.slot = static_cast<uint64_t*>(
+          cuda_ops::device_alloc(a.device, 8, fmt::format("delta digest slot on device {}", a.device)));
+    }
+    return area;
+  }
+
+  bool area_intact(int device, DeltaArea& area) {
+    const uint64_t sum = cuda_ops::digest64_sum_device(device, area.pack, area.staged, area.slot, area.stream,
+                                                       "staged delta digest");
+    return digest64_close(sum, area.staged) == area.digest;
+  }
+
   uint64_t chunk_bytes_;
+  uint64_t delta_bytes_;
   std::vector<RankArena> ranks_;
+  std::map<int, DeltaArea> areas_;  ///< by device
 };
 
 /// Device memory each used device must hold, and the TP ranks that need it.
@@ -230,7 +354,7 @@ std::unique_ptr<DeviceStorages> make_device_storages(const std::vector<RankLayou
                                                  fmt::join(short_devices, "; ")));
   }
 
-  auto storages = std::make_unique<CudaDeviceStorages>(options.chunk_bytes);
+  auto storages = std::make_unique<CudaDeviceStorages>(options.chunk_bytes, options.delta_staging_bytes);
   for (size_t r = 0; r < layouts.size(); ++r) {
     storages->add_rank(layouts[r], static_cast<int>(r) % count, options.streams_per_rank);
   }

@@ -16,7 +16,13 @@ struct DeviceStorageOptions {
   uint64_t chunk_bytes = 64ull << 20;  ///< H2D copy chunk (bytes)
   int streams_per_rank = 2;            ///< copy streams per TP rank
   int device_count = 0;                ///< devices to use; 0 = all visible
+  /// Delta staging area per device for the device-delta commit, bytes, allocated at the first staging (outside
+  /// any pause); 0 = kDefaultDeltaStagingShare of the device's memory.
+  uint64_t delta_staging_bytes = 0;
 };
+
+/// Default share of a device's memory its delta staging area takes (1/16: 8.8 GB on an H200).
+inline constexpr double kDefaultDeltaStagingShare = 1.0 / 16;
 
 /// Device pointers to one rank's storages, index-aligned with RankLayout::storages.
 struct DeviceRankView {

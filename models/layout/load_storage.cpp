@@ -43,10 +43,41 @@ void copy_fragment(const RuntimeStorageSpec& spec, const Fragment& f, std::span<
 
 }  // namespace
 
-void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out) {
+namespace {
+
+/// Checks shared by load_storage and gather_storage; returns the gathered bytes.
+uint64_t check_fragments(const RuntimeStorageSpec& spec) {
   if (!is_known_transform(spec.transform))
     throw Error(ErrorKind::Format, fmt::format("storage '{}': unknown post-load transform '{}' (supported: {})",
                                                spec.name, spec.transform, fmt::join(transform_names(), ", ")));
+  uint64_t fragment_bytes = 0;
+  for (const Fragment& f : spec.fragments) fragment_bytes += shape_numel(f.shape()) * dtype_size(spec.dtype);
+  if (fragment_bytes != spec.gathered_bytes())
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragments hold {} bytes, the gathered {} {} needs {}",
+                                                 spec.name, fragment_bytes, dtype_name(spec.dtype),
+                                                 shape_string(spec.gathered_shape), spec.gathered_bytes()));
+  return fragment_bytes;
+}
+
+void gather_into(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, uint8_t* dst) {
+  for (const Fragment& f : spec.fragments) {
+    copy_fragment(spec, f, canonical(f.canonical), dst);
+    dst += shape_numel(f.shape()) * dtype_size(spec.dtype);
+  }
+}
+
+}  // namespace
+
+void gather_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out) {
+  const uint64_t fragment_bytes = check_fragments(spec);
+  if (out.size() != fragment_bytes)
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': gather buffer has {} bytes, the fragments need {}",
+                                                 spec.name, out.size(), fragment_bytes));
+  gather_into(spec, canonical, out.data());
+}
+
+void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out) {
+  const uint64_t fragment_bytes = check_fragments(spec);
   if (out.size() != spec.bytes())
     throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': output buffer has {} bytes, the storage needs {}",
                                                  spec.name, out.size(), spec.bytes()));
@@ -56,20 +87,10 @@ void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonic
                 fmt::format("storage '{}': gathered shape {} differs from shape {} under "
                             "transform none",
                             spec.name, shape_string(spec.gathered_shape), shape_string(spec.shape)));
-  uint64_t fragment_bytes = 0;
-  for (const Fragment& f : spec.fragments) fragment_bytes += shape_numel(f.shape()) * dtype_size(spec.dtype);
-  if (fragment_bytes != spec.gathered_bytes())
-    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragments hold {} bytes, the gathered {} {} needs {}",
-                                                 spec.name, fragment_bytes, dtype_name(spec.dtype),
-                                                 shape_string(spec.gathered_shape), spec.gathered_bytes()));
   // Transform "none" gathers straight into the storage; the others gather into a scratch buffer first (left
   // uninitialized: the gather writes every byte), because their output positions differ from the gather order.
   std::unique_ptr<uint8_t[]> scratch(as_is ? nullptr : new uint8_t[fragment_bytes]);
-  uint8_t* dst = as_is ? out.data() : scratch.get();
-  for (const Fragment& f : spec.fragments) {
-    copy_fragment(spec, f, canonical(f.canonical), dst);
-    dst += shape_numel(f.shape()) * dtype_size(spec.dtype);
-  }
+  gather_into(spec, canonical, as_is ? out.data() : scratch.get());
   if (as_is) return;
   std::vector<std::string> sources;
   sources.reserve(spec.fragments.size());

@@ -70,4 +70,9 @@ using CanonicalLookup = std::function<std::span<const uint8_t>(const std::string
 /// Error(Format) for an unknown transform, and whatever the transform throws (models/transform/transform.hpp).
 void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out);
 
+/// The gather half of load_storage: concatenates the storage's fragments into `out` (out.size() ==
+/// spec.gathered_bytes()) without the post-load transform, for a transform that runs elsewhere (on the device).
+/// Same errors as load_storage, minus the transform's.
+void gather_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out);
+
 }  // namespace wsb

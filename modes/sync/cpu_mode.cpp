@@ -24,7 +24,13 @@ CpuMode::CpuMode(SyncContext context) : context_(std::move(context)) {
     cursor += canonical_[i].bytes();
   }
   canonical_image_ = HostBuffer(cursor, kImageAlignment);
-  for (const auto& layout : context_.layouts) images_.emplace_back(layout, context_.pinner);
+  for (const auto& layout : context_.layouts) sets_[0].emplace_back(layout, context_.pinner);
+  if (device_delta()) {
+    for (const auto& layout : context_.layouts) sets_[1].emplace_back(layout, context_.pinner);
+  } else if (context_.commit_strategy != kCommitFull) {
+    throw Error(ErrorKind::Format, fmt::format("cpu mode: commit strategy '{}' is unknown (expected \"{}\" or \"{}\")",
+                                               context_.commit_strategy, kCommitFull, kCommitDeviceDelta));
+  }
 }
 
 std::span<uint8_t> CpuMode::tensor_span(size_t index) {
@@ -50,14 +56,23 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
   canonical_version_ = version;
   loaded_ = true;
   images_version_.reset();
+  size_t storages = 0;
+  for (const auto& layout : context_.layouts) storages += layout.storages.size();
+  // The native load staged every storage in set 0 and copied it from there: set 0 now holds the live bytes.
+  live_set_ = 0;
+  live_known_ = native_staged_ == storages;
+  native_staged_ = 0;
+  staged_.clear();
 }
 
 void CpuMode::build_rank_images(PhaseLog& log) {
   ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
   CanonicalLookup lookup = [this](const std::string& name) { return canonical_tensor(name); };
   // Every (rank, storage) is independent: storages are disjoint and the canonical image is only read.
+  prepared_set_ = device_delta() && live_known_ ? 1 - live_set_ : live_set_;
+  std::vector<RankImage>& images = sets_[prepared_set_];
   std::vector<std::pair<size_t, size_t>> items;
-  for (size_t r = 0; r < images_.size(); ++r) {
+  for (size_t r = 0; r < images.size(); ++r) {
     for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s) items.emplace_back(r, s);
   }
   run_largest_first(
@@ -65,9 +80,9 @@ void CpuMode::build_rank_images(PhaseLog& log) {
       [&](size_t i) { return context_.layouts[items[i].first].storages[items[i].second].bytes(); },
       [&](size_t i) {
         const auto [r, s] = items[i];
-        load_storage(context_.layouts[r].storages[s], lookup, images_[r].storage(s));
+        load_storage(context_.layouts[r].storages[s], lookup, images[r].storage(s));
       });
-  for (const auto& image : images_) phase.add_bytes(image.payload_bytes());
+  for (const auto& image : images) phase.add_bytes(image.payload_bytes());
 }
 
 void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
@@ -120,7 +135,9 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
     canonical_version_ = target;
   }
   images_version_.reset();
+  staged_.clear();
   build_rank_images(log);
+  if (device_delta()) stage_device_delta(target, log);
   images_version_ = target;
 }
 
@@ -128,31 +145,49 @@ void CpuMode::preflight(uint32_t target) const {
   if (!images_version_ || *images_version_ != target) {
     throw Error(ErrorKind::State, fmt::format("cpu mode: rank images are not prepared for {}", version_string(target)));
   }
+  // Before the gate closes: a staged delta whose bytes changed since they were verified is dropped, and this
+  // commit copies every storage in full instead (the rank images are verified; the staged copy is not).
+  delta_rejected_ = false;
+  if (!staged_.empty() && !context_.live->staged_deltas_intact()) {
+    staged_.clear();
+    delta_rejected_ = true;
+  }
 }
 
 void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
+  if (device_delta()) {
+    commit_device_delta(storages, log);
+    return;
+  }
   ScopedPhase phase(log, "commit.copy", storages.copy_floor());
+  const std::vector<RankImage>& images = sets_[prepared_set_];
   // Every rank's copies are issued before any is waited for, so ranks on different devices copy in parallel.
-  for (size_t r = 0; r < images_.size(); ++r) {
+  for (size_t r = 0; r < images.size(); ++r) {
     NvtxRange rank_range(fmt::format("commit.copy rank {}", r));
-    for (size_t s = 0; s < images_[r].storage_count(); ++s) {
-      storages.write(static_cast<int>(r), s, 0, images_[r].storage(s));
+    for (size_t s = 0; s < images[r].storage_count(); ++s) {
+      storages.write(static_cast<int>(r), s, 0, images[r].storage(s));
     }
-    phase.add_bytes(images_[r].payload_bytes());
+    phase.add_bytes(images[r].payload_bytes());
   }
   NvtxRange wait_range("commit.copy wait");
   storages.synchronize();
 }
 
 std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t bytes) {
-  auto span = images_.at(static_cast<size_t>(rank)).storage(index);
-  return span.size() == bytes && images_[static_cast<size_t>(rank)].pinned() ? span : std::span<uint8_t>{};
+  RankImage& image = sets_[0].at(static_cast<size_t>(rank));
+  auto span = image.storage(index);
+  // device-delta needs set 0 to hold the live bytes after the load, pinned or not.
+  if (span.size() != bytes || !(image.pinned() || device_delta())) return {};
+  ++native_staged_;
+  return span;
 }
 
 ModeMemory CpuMode::memory() const {
   ModeMemory m;
   m.canonical_bytes = canonical_image_.size();
-  for (const auto& image : images_) m.rank_image_bytes += image.bytes();
+  for (const auto& set : sets_) {
+    for (const auto& image : set) m.rank_image_bytes += image.bytes();
+  }
   return m;
 }
 

@@ -64,7 +64,9 @@ void fsync_path(const fs::path& path, bool drop_cache) {
 DiskMode::DiskMode(SyncContext context) : context_(std::move(context)) {
   canonical_ = context_.profile.canonical_tensors();
   for (const auto& layout : context_.layouts) {
-    for (const auto& storage : layout.storages) staging_bytes_ = std::max<uint64_t>(staging_bytes_, storage.bytes());
+    for (const auto& storage : layout.storages) {
+      staging_bytes_ = std::max<uint64_t>({staging_bytes_, storage.bytes(), storage.gathered_bytes()});
+    }
   }
   // Two staging buffers of the largest storage, allocated (and pinned on CUDA) once, never inside a pause: the
   // reload reads/transforms storage i into one while storage i-1 is copied out of the other.
@@ -269,6 +271,19 @@ void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
     const auto [r, s] = order[i];
     const RuntimeStorageSpec& spec = spec_of(i);
     prefetch(i + 1);  // the disk reads ahead while this storage is gathered and transformed
+    if (storages.transforms_on_device(spec)) {
+      // The device transform reads the gathered shards (never larger than the storage) and writes the live
+      // storage itself; it returns once done, so this buffer is free again afterwards.
+      auto gathered = staging_[i % 2].span().subspan(0, spec.gathered_bytes());
+      {
+        ScopedPhase phase(log, "commit.read_gather", Floor::DiskRead, spec.gathered_bytes());
+        gather_storage(spec, lookup, gathered);
+      }
+      for (const auto& fragment : spec.fragments) local.release(fragment.canonical);
+      ScopedPhase phase(log, "commit.device_transform", storages.copy_floor(), spec.gathered_bytes());
+      storages.write_transformed(static_cast<int>(r), s, spec, gathered);
+      continue;
+    }
     auto out = staging_[i % 2].span().subspan(0, spec.bytes());
     {
       ScopedPhase phase(log, "commit.read_transform", Floor::DiskRead, spec.bytes());

@@ -6,6 +6,8 @@
 #include <span>
 
 #include "models/core/phase_log.hpp"
+#include "models/layout/tp_layout.hpp"
+#include "modes/sync/staged_delta.hpp"
 
 namespace wsb {
 
@@ -22,6 +24,35 @@ class StorageTarget {
   virtual void synchronize() = 0;
   /// The physical floor a copy into these storages is judged against (host memcpy, or pinned H2D).
   virtual Floor copy_floor() const = 0;
+  /// True when this target runs `spec`'s post-load transform itself, on the device, from the gathered bytes
+  /// (DESIGN.md: a method's device transform through bounded device staging). Default: none, the caller
+  /// transforms on the host and write()s the result.
+  virtual bool transforms_on_device(const RuntimeStorageSpec& /*spec*/) const { return false; }
+  /// Writes storage `index` of `rank` from its gathered, untransformed bytes (spec.gathered_bytes()), running
+  /// spec.transform on the device; returns once every byte of the storage is written (`gathered` may be reused).
+  /// Only for specs where transforms_on_device() is true; otherwise throws Error(State).
+  virtual void write_transformed(int rank, size_t index, const RuntimeStorageSpec& spec,
+                                 std::span<const uint8_t> gathered);
+
+  // Device-staged delta commit (modes/sync/staged_delta.hpp). A target without a staging area returns 0 from
+  // delta_staging_bytes and the mode copies in full; the other calls then throw Error(State).
+
+  /// Bytes of the staging area that serves `rank` (0: none). Ranks with equal delta_staging_group share one.
+  virtual uint64_t delta_staging_bytes(int /*rank*/) const { return 0; }
+  virtual int delta_staging_group(int rank) const { return rank; }
+  /// digest64 of storage `index` of `rank`, computed where the storage lives (on the device: a kernel), after
+  /// every issued write landed.
+  virtual uint64_t live_digest(int rank, size_t index);
+  /// Replaces whatever was staged with `deltas`: packs each group's storages (staged_delta.hpp layout), uploads
+  /// the packs and checks each staged pack's digest64, computed where it is staged, against the host's. Outside
+  /// the pause. Throws Error(Resource) when a pack exceeds its area, Error(Checksum) when an upload differs.
+  virtual void stage_deltas(std::span<const StorageDelta* const> deltas);
+  /// Recomputes every staged pack's digest where it is staged; false when one differs from the upload's.
+  virtual bool staged_deltas_intact();
+  /// Applies every staged pack to the live storages (enqueued; synchronize() waits). The pause's part.
+  virtual void apply_staged_deltas();
+  /// Tests of the checks only: xors byte `offset` of the first staged pack with 0x01.
+  virtual void corrupt_staged_delta(uint64_t offset);
 };
 
 }  // namespace wsb

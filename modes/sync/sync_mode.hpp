@@ -28,6 +28,11 @@ struct SyncContext {
   int threads = 2;                     ///< prepare worker threads
   /// Pins rank images and commit staging (CUDA backend); null on the CPU backend. Must outlive the mode.
   const HostPinner* pinner = nullptr;
+  /// cpu mode: "full" (copy every rank image in the pause) or "device-delta" (modes/sync/staged_delta.hpp).
+  std::string commit_strategy = "full";
+  /// The live storages the engine commits into, for what prepare may do where they live without mutating them
+  /// (device-delta: digests of the live bytes, staging the delta). Null when the engine gives none.
+  StorageTarget* live = nullptr;
 };
 
 /// Host memory a mode holds between updates, in bytes (canonical image, rank images, staging).
@@ -36,6 +41,10 @@ struct ModeMemory {
   uint64_t rank_image_bytes = 0;
   uint64_t staging_bytes = 0;
 };
+
+/// Commit strategies of the cpu mode, in the order a user would reach for them.
+inline constexpr std::string_view kCommitFull = "full";
+inline constexpr std::string_view kCommitDeviceDelta = "device-delta";
 
 /// Every mode prepares and commits every storage (no sparsity assumption). prepare() must never touch live
 /// storages and must leave the mode consistent when it throws; commit() is the only mutation of live storages.

@@ -1,0 +1,21 @@
+#pragma once
+// Kernels of the device-staged delta commit (modes/sync/staged_delta.hpp), callable from g++-compiled C++20:
+// digest64 of device memory and the in-place scatter of a staged pack. C++17, no CUDA headers; delta_ops.cu
+// implements them, delta_ops_nocuda.cpp refuses with Error(Resource) "... built without CUDA".
+#include <cstdint>
+
+namespace wsb::cuda_ops {
+
+/// Term sum of digest64 (models/core/digest64.hpp) over `bytes` bytes at device address `p` (8-byte aligned) on
+/// `device`, reduced into the device word `slot` (8 bytes, reset here) on `stream`; waits for the stream and
+/// returns the sum. Throws Error(Io) naming `what` on a CUDA failure.
+uint64_t digest64_sum_device(int device, const void* p, uint64_t bytes, uint64_t* slot, void* stream,
+                             const char* what);
+
+/// Enqueues the scatter of the staged pack at device address `pack` (`segments` and `entries` as in its header)
+/// on `stream`: every entry writes its u32 value at its storage address + 4 * word index; an entry whose word lies
+/// beyond its storage is skipped. No launch when `entries` is 0. Throws Error(Io) naming `what`.
+void apply_pack_async(int device, const void* pack, uint64_t segments, uint64_t entries, void* stream,
+                      const char* what);
+
+}  // namespace wsb::cuda_ops
