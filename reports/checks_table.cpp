@@ -67,7 +67,7 @@ Table checks_table(std::span<const Cell> cells) {
         }
       }
     }
-    std::vector<Value> row = {labels[i], c.mode, c.runtime, static_cast<double>(c.trials.size())};
+    std::vector<Value> row = {labels[i], c.mode_label(), c.runtime, static_cast<double>(c.trials.size())};
     for (const Tally& n : named) row.push_back(n.text(false));
     row.push_back(other.text(true));
     t.rows.push_back(std::move(row));

@@ -8,7 +8,7 @@
 
 namespace wsb {
 
-ConfigKey config_key(const Cell& cell) { return ConfigKey{cell.model, cell.mode, cell.runtime, cell.tp}; }
+ConfigKey config_key(const Cell& cell) { return ConfigKey{cell.model, cell.mode_label(), cell.runtime, cell.tp}; }
 
 std::vector<std::string> model_labels(std::span<const ConfigKey> keys) {
   std::map<std::tuple<std::string, std::string, std::string>, std::set<int64_t>> tps;

@@ -81,7 +81,7 @@ Table memory_table(std::span<const Cell> cells) {
       }
       mode.add(buffers);
     }
-    t.rows.push_back({labels[i], c.mode, c.runtime, static_cast<double>(c.trials.size()), rss.result(),
+    t.rows.push_back({labels[i], c.mode_label(), c.runtime, static_cast<double>(c.trials.size()), rss.result(),
                       prep.result(), commit.result(), cgroup.result(), avail.result(), cached.result(),
                       device.result(), mode.result()});
   }

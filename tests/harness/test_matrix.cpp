@@ -65,16 +65,21 @@ TEST(Matrix, ErrorsNameCellAndField) {
 
 TEST(Matrix, TheSmokeMatrixLoads) {
   const auto m = load_matrix(std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
-  ASSERT_EQ(m.cells.size(), 10u);  // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; tiny llama x both under gvisor
+  // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; llama and kimi cpu+device-delta; tiny llama x both under
+  // gvisor
+  ASSERT_EQ(m.cells.size(), 12u);
   EXPECT_EQ(m.cells[0].mode, "disk");
   EXPECT_EQ(m.cells[1].mode, "cpu");
   EXPECT_EQ(m.cells[0].tp, 2);
   EXPECT_EQ(m.cells[0].n, 3);
-  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
-  EXPECT_EQ(m.cells[8].id, "llama-tiny-bf16/disk/gvisor/tp2");
-  EXPECT_EQ(m.cells[9].id, "llama-tiny-bf16/cpu/gvisor/tp2");
-  EXPECT_EQ(m.cells[9].n, 3);
-  EXPECT_EQ(m.cells[9].engine, "embedded-cpu");
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
+  EXPECT_EQ(m.cells[8].id, "llama-tiny-bf16/cpu+device-delta/native/tp2");
+  EXPECT_EQ(m.cells[8].commit_strategy, "device-delta");
+  EXPECT_EQ(m.cells[9].id, "kimi-tiny-nvfp4/cpu+device-delta/native/tp2");
+  EXPECT_EQ(m.cells[10].id, "llama-tiny-bf16/disk/gvisor/tp2");
+  EXPECT_EQ(m.cells[11].id, "llama-tiny-bf16/cpu/gvisor/tp2");
+  EXPECT_EQ(m.cells[11].n, 3);
+  EXPECT_EQ(m.cells[11].engine, "embedded-cpu");
   EXPECT_EQ(filter_cells(m.cells, "gvisor").size(), 2u);
 }
 
@@ -207,13 +212,15 @@ TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
 TEST(Matrix, TheShippedMatricesLoad) {
   const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
   const auto cuda = load_matrix(dir / "smoke-cuda.json");
-  ASSERT_EQ(cuda.cells.size(), 8u);
+  ASSERT_EQ(cuda.cells.size(), 10u);
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
-  ASSERT_EQ(h200.cells.size(), 11u);
+  ASSERT_EQ(h200.cells.size(), 15u);
   EXPECT_EQ(h200.cells[0].model, "llama-3.1-8b-bf16");
   EXPECT_FALSE(h200.cells[0].scaled());  // full size
-  EXPECT_EQ(h200.cells[10].experts, 128);
+  EXPECT_EQ(h200.cells[1].id, "llama-3.1-8b-bf16/cpu+device-delta/native/tp1");
+  EXPECT_EQ(h200.cells[11].experts, 128);
+  EXPECT_EQ(h200.cells[14].commit_strategy, "device-delta");
 }
 
 }  // namespace
