@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <limits>
 
+#include "models/core/phase_log.hpp"
 #include "modes/store/store.hpp"
 
 namespace wsb::api {
@@ -68,6 +70,16 @@ void require_success(const json& j, const std::string& where) {
   }
 }
 
+/// CLOCK_MONOTONIC seconds (std::chrono::steady_clock's epoch, shared by every process of the host) minus this
+/// process's steady_seconds(), whose epoch is the process's first call.
+double monotonic_offset() {
+  static const double offset = [] {
+    const double process = steady_seconds();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() - process;
+  }();
+  return offset;
+}
+
 }  // namespace
 
 uint32_t parse_version(const json& j, const std::string& where) {
@@ -125,9 +137,11 @@ json generate_response_json(const GenerateResponse& response) {
   for (size_t i = 0; i < response.logprobs.size() && i < response.output_ids.size(); ++i) {
     logprobs.push_back(json::array({response.logprobs[i], response.output_ids[i], nullptr}));
   }
+  json step_times = json::array();
+  for (double t : response.step_times) step_times.push_back(t + monotonic_offset());
   json meta{{"weight_version", version_json(response.weight_version)},
             {"completion_tokens", response.output_ids.size()},
-            {"wsbench_step_times", response.step_times},
+            {"wsbench_step_times", step_times},
             {"wsbench_restarts", response.restarts}};
   if (!response.logprobs.empty()) meta["output_token_logprobs"] = logprobs;
   return {{"text", response.text}, {"output_ids", response.output_ids}, {"meta_info", meta}};
@@ -159,7 +173,7 @@ GenerateResponse parse_generate_response(const json& j, const std::string& where
   }
   if (meta.contains("wsbench_step_times")) {
     for (const auto& t : array(meta["wsbench_step_times"], "meta_info.wsbench_step_times", where)) {
-      r.step_times.push_back(number(t, "meta_info.wsbench_step_times[]", where));
+      r.step_times.push_back(number(t, "meta_info.wsbench_step_times[]", where) - monotonic_offset());
     }
   }
   if (meta.contains("wsbench_restarts")) {

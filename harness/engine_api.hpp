@@ -13,7 +13,8 @@
 //   GET /model_info -> {weight_version, ...};  POST /flush_cache -> {success};  GET /health -> 200 when serving
 //   Errors: a 4xx/5xx status with {success: false, message}; `error_kind` (wsb::error_kind_name) when known.
 // Optional wsbench extras (a fork may omit them; the profiler then skips what needs them):
-//   meta_info.wsbench_step_times (steady seconds, CLOCK_MONOTONIC), meta_info.wsbench_restarts,
+//   meta_info.wsbench_step_times (CLOCK_MONOTONIC seconds of every decode step: comparable with the client's clock
+//   on the same host, outside sandboxes with a clock of their own), meta_info.wsbench_restarts,
 //   wsbench_seconds / wsbench_pause_seconds / wsbench_phases in prepare and commit responses,
 //   GET /wsbench/storage_pointers, GET /wsbench/mode_memory, GET /wsbench/boot_phases.
 #include <cstdint>
@@ -42,7 +43,8 @@ nlohmann::json generate_request_json(const GenerateRequest& request);
 /// Throws Error(Format) naming `endpoint` and the field (a temperature other than 0 too: greedy only).
 GenerateRequest parse_generate_request(const nlohmann::json& j, const std::string& endpoint);
 nlohmann::json generate_response_json(const GenerateResponse& response);
-/// Step times and restarts are optional (wsbench extras): absent, step_times is empty and restarts 0.
+/// Step times and restarts are optional (wsbench extras): absent, step_times is empty and restarts 0. Step times
+/// are steady_seconds() of this process on both sides (CLOCK_MONOTONIC on the wire).
 GenerateResponse parse_generate_response(const nlohmann::json& j, const std::string& endpoint);
 
 nlohmann::json phases_json(const std::vector<PhaseRecord>& phases);

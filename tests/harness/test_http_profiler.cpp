@@ -4,6 +4,13 @@
 // trial whose reason names the endpoint and the problem (never a hang).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+
 #include "harness/http_engine_client.hpp"
 #include "harness/profiler.hpp"
 #include "tests/support/test_support.hpp"
@@ -155,6 +162,44 @@ TEST(HttpProfilerFaults, ServerThatCannotStartFailsTheCellNamingHealth) {
       "setup: reference engine (native load of 000001): GET /health: the server process exited with status 1 before "
       "it became healthy"))
       << result["reason"];
+}
+
+TEST(HttpMatrix, FailedServersFailTheirCellsTheMatrixGoesOnAndExitsNonZero) {
+  test::TempDir dir;
+  auto faulty = [](const std::string& fault) {
+    auto command = default_serve_command(EngineLaunch{});
+    command.insert(command.end(), {"--fault", fault});
+    return command;
+  };
+  const json matrix{
+      {"name", "http-faults"},
+      {"defaults", {{"model", "llama-tiny-bf16"}, {"tp", 2}, {"n", 1}, {"seed", 3}, {"engine", "http"},
+                    {"floor_bytes", 1 << 20}, {"server_ready_timeout_s", 30}}},
+      {"cells", {{{"id", "dies"}, {"mode", "cpu"}, {"server_command", faulty("die-in-commit")}},
+                 {{"id", "never-healthy"}, {"mode", "disk"}, {"server_command", faulty("never-healthy")},
+                  {"server_ready_timeout_s", 1}},
+                 {{"id", "good"}, {"mode", "disk"}}}}};
+  const fs::path matrix_path = dir / "m.json";
+  std::ofstream(matrix_path) << matrix.dump(2);
+  const fs::path out = dir / "out";
+  const std::string command = fmt::format("'{}/wsbench' --profiles '{}' run '{}' --quiet --out '{}' > '{}.log' 2>&1",
+                                          WSB_BINARY_DIR, WSB_PROFILES_DIR, matrix_path.string(), out.string(),
+                                          out.string());
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const json results = json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results["cells"].size(), 3u);
+  EXPECT_EQ(results["cells"][0]["status"], "fail");
+  EXPECT_TRUE(results["cells"][0]["reason"].get<std::string>().starts_with(
+      "trial 0: update_succeeds: POST /commit_weight_update: no answer from 127.0.0.1:"))
+      << results["cells"][0]["reason"];
+  EXPECT_EQ(results["cells"][1]["status"], "fail");
+  EXPECT_EQ(results["cells"][1]["reason"],
+            "trial 0: engine_answers: GET /health: the server did not become healthy within 1 s (last: HTTP 503: "
+            "{\"message\":\"fault never-healthy\",\"success\":false})");
+  EXPECT_EQ(results["cells"][2]["status"], "pass") << results["cells"][2].dump(2);
+  EXPECT_EQ(results["cells"][2]["engine"], "http");
 }
 
 }  // namespace
