@@ -20,7 +20,9 @@ int cmd_cell(const std::filesystem::path& matrix_path, const std::string& cell_i
   if (cell == nullptr) {
     throw Error(ErrorKind::Missing, fmt::format("{}: no cell with id '{}'", matrix_path.string(), cell_id));
   }
-  const nlohmann::json result = run_cell(*cell, CellRunOptions{profiles_dir, workdir, keep_workdir, progress_path_for(out)});
+  CellRunOptions options{profiles_dir, workdir, keep_workdir, progress_path_for(out)};
+  options.launcher = matrix.launcher_for(*cell);
+  const nlohmann::json result = run_cell(*cell, options);
   const auto tmp = out.string() + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);

@@ -46,6 +46,25 @@ struct RunArgs {
 /// Progress on stderr: rewritten in place on a TTY, plain lines otherwise (progress_display.hpp).
 int cmd_run(const std::filesystem::path& profiles_dir, const RunArgs& args);
 
+struct ServeArgs {
+  std::string model;
+  std::string mode = "cpu";
+  int tp = 1;
+  std::filesystem::path store;
+  std::filesystem::path checkpoint;  ///< FULL checkpoint to boot from
+  uint32_t version = 0;              ///< its version
+  std::filesystem::path workdir;     ///< the mode's private files
+  std::string host = "127.0.0.1";
+  int port = 0;                      ///< 0: any free port (printed)
+  int prepare_threads = 2;
+  std::string backend = "cpu";
+  std::optional<int> layers;
+  std::optional<int> experts;
+  std::vector<std::string> faults;   ///< test faults (harness/serve.hpp ServeFaults)
+};
+/// `wsbench serve`: the embedded engine as an HTTP server (harness/serve.hpp) until SIGTERM/SIGINT; 0 then.
+int cmd_serve(const std::filesystem::path& profiles_dir, const ServeArgs& args);
+
 /// `wsbench physics`: the floors of this machine (host memcpy, disk read of `dir`).
 int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads);
 

@@ -5,10 +5,14 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/engine.hpp"
+#include "harness/launcher.hpp"
 
 namespace wsb {
 
@@ -21,13 +25,35 @@ class EngineClient {
   virtual CommitReport commit(uint32_t target) = 0;
   /// Per rank: storage name -> xxh3-128 hex.
   virtual std::vector<std::map<std::string, std::string>> storage_checksums() = 0;
+  /// Per rank, per storage: address and size; empty when the engine does not report them (the pointer check is
+  /// then skipped).
   virtual std::vector<std::vector<StoragePointer>> storage_pointers() = 0;
   virtual uint32_t weight_version() = 0;
   virtual bool healthy() = 0;
-  /// Host memory the sync mode holds (canonical image, rank images, staging), bytes.
-  virtual ModeMemory mode_memory() = 0;
+  /// Host memory the sync mode holds (canonical image, rank images, staging), bytes; nullopt when the engine does
+  /// not report it.
+  virtual std::optional<ModeMemory> mode_memory() = 0;
   /// Phases of the boot (native load) of this engine; empty when the engine does not report them.
   virtual std::vector<PhaseRecord> boot_phases() = 0;
+  /// False when the engine's rejections carry no ErrorKind (a server without `error_kind`): they then arrive as
+  /// ErrorKind::State, and a check that wants a particular kind accepts any rejection.
+  virtual bool reports_error_kinds() const { return true; }
+  /// Stops the engine now and says how (a server process: pid, how it was stopped, exit status, log); null for an
+  /// in-process engine. Later calls to the other operations throw.
+  virtual nlohmann::json shutdown() { return nullptr; }
+};
+
+/// How an HTTP engine's server is started for one boot (MatrixCell's server_* fields).
+struct HttpServerSpec {
+  /// Command template; placeholders inside any element: {self} {profiles} {model} {mode} {tp} {store}
+  /// {checkpoint} {version} {workdir} {host} {port} {prepare_threads} {layers} {experts}.
+  std::vector<std::string> command;
+  Launcher launcher = builtin_launchers().at("native");  ///< the cell's runtime: "{cell}" becomes the command
+  double ready_timeout_s = 60;    ///< spawn -> GET /health answers 200
+  double stop_timeout_s = 5;      ///< SIGTERM -> exit, then SIGKILL
+  double request_timeout_s = 300; ///< one request (prepare and commit included)
+  std::filesystem::path self;     ///< the wsbench executable ({self})
+  std::filesystem::path profiles_dir;  ///< {profiles}
 };
 
 /// How to boot an engine for one trial.
@@ -42,7 +68,16 @@ struct EngineLaunch {
   DeviceStorageOptions device{};  ///< cuda backend: H2D chunk and copy streams
   bool cupti = false;            ///< cuda backend: CUPTI summary of every commit
   std::string commit_strategy = "full";  ///< cpu mode: "full" | "device-delta"
+  std::string engine = "embedded";  ///< "embedded" (in-process) | "http" (a server started from `server`)
+  HttpServerSpec server{};          ///< http only
+  std::optional<int> layers{}, experts{};  ///< the profile's scale ({layers}, {experts} of the server command)
 };
+
+/// Boots a fresh engine of `launch.engine` on the FULL checkpoint `checkpoint_dir` at `version`: in process, or a
+/// server process started and waited for (HttpEngineClient). Throws Error naming what failed (for a server: the
+/// endpoint and the problem, or how the process ended).
+std::unique_ptr<EngineClient> start_engine(const EngineLaunch& launch, const std::filesystem::path& checkpoint_dir,
+                                           uint32_t version);
 
 /// In-process engine. The constructor boots a fresh engine with a native load of `checkpoint_dir` at `version`.
 class EmbeddedEngineClient final : public EngineClient {
@@ -55,7 +90,7 @@ class EmbeddedEngineClient final : public EngineClient {
   std::vector<std::vector<StoragePointer>> storage_pointers() override { return engine_->storage_pointers(); }
   uint32_t weight_version() override { return engine_->weight_version(); }
   bool healthy() override { return engine_->healthy(); }
-  ModeMemory mode_memory() override { return engine_->mode().memory(); }
+  std::optional<ModeMemory> mode_memory() override { return engine_->mode().memory(); }
   std::vector<PhaseRecord> boot_phases() override { return load_report_.phases; }
 
  private:

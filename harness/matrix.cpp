@@ -17,9 +17,11 @@ const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtim
                                         "tp",       "n",      "seed",    "target",          "publish_versions",
                                         "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
-                                        "delta_staging_bytes"};
+                                        "delta_staging_bytes",
+                                        "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
+                                        "server_request_timeout_s", "store"};
 const std::set<std::string> kModes{"disk", "cpu"};
-const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda"};
+const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda", "http"};
 const std::set<std::string> kEncodings{"xor", "overwrite"};
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
@@ -80,6 +82,26 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
     if (!j["cupti"].is_boolean()) fail(where, fmt::format("field 'cupti' must be true or false, got {}", j["cupti"].dump()));
     cell.cupti = j["cupti"].get<bool>();
   }
+  if (j.contains("server_command")) {
+    const auto& c = j["server_command"];
+    if (!c.is_array() || c.empty()) fail(where, "field 'server_command' must be a non-empty array of strings");
+    cell.server_command.clear();
+    for (const auto& e : c) {
+      if (!e.is_string()) fail(where, fmt::format("field 'server_command' elements must be strings, got {}", e.dump()));
+      cell.server_command.push_back(e.get<std::string>());
+    }
+    if (cell.server_command.front().empty()) fail(where, "field 'server_command': the program is empty");
+  }
+  for (auto [key, value] : {std::pair{"server_ready_timeout_s", &cell.server_ready_timeout_s},
+                            std::pair{"server_stop_timeout_s", &cell.server_stop_timeout_s},
+                            std::pair{"server_request_timeout_s", &cell.server_request_timeout_s}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_number() || j[key].get<double>() <= 0) {
+      fail(where, fmt::format("field '{}' must be a number of seconds > 0, got {}", key, j[key].dump()));
+    }
+    *value = j[key].get<double>();
+  }
+  if (j.contains("store")) cell.store = get_field<std::string>(j, "store", where);
 }
 
 std::string names(const std::map<std::string, Launcher>& launchers) {
@@ -123,6 +145,9 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
     fail(where, fmt::format("field 'commit_strategy' '{}' applies to mode cpu only (mode is '{}')", cell.commit_strategy,
                             cell.mode));
   }
+  if (!cell.uses_http() && (!cell.server_command.empty() || !cell.store.empty())) {
+    fail(where, fmt::format("fields 'server_command' and 'store' need engine 'http', not '{}'", cell.engine));
+  }
 }
 
 }  // namespace
@@ -139,6 +164,13 @@ nlohmann::json MatrixCell::to_json() const {
   if (commit_strategy != "full") {
     j["commit_strategy"] = commit_strategy;
     if (delta_staging_bytes > 0) j["delta_staging_bytes"] = delta_staging_bytes;
+  }
+  if (uses_http()) {
+    if (!server_command.empty()) j["server_command"] = server_command;
+    j["server_ready_timeout_s"] = server_ready_timeout_s;
+    j["server_stop_timeout_s"] = server_stop_timeout_s;
+    j["server_request_timeout_s"] = server_request_timeout_s;
+    if (!store.empty()) j["store"] = store;
   }
   if (uses_cuda()) {
     j["chunk_bytes"] = chunk_bytes;

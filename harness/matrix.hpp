@@ -20,7 +20,9 @@ struct MatrixCell {
   std::string model;         ///< profile id
   std::string mode;          ///< "disk" | "cpu"
   std::string runtime = "native";  ///< launcher name: native | gvisor | one of the matrix's `launchers`
-  std::string engine = "embedded-cpu";  ///< "embedded-cpu" (host storages) | "embedded-cuda" (device storages)
+  /// "embedded-cpu" (host storages) | "embedded-cuda" (device storages) | "http" (a server per boot, driven over
+  /// the HTTP engine API: `wsbench serve` by default, or `server_command`, e.g. an SGLang-fork launch line)
+  std::string engine = "embedded-cpu";
   int tp = 1;
   int n = 1;                 ///< trials (fresh engines)
   uint64_t seed = 0;
@@ -44,6 +46,18 @@ struct MatrixCell {
   int copy_streams = 2;                ///< H2D copy streams per TP rank
   bool cupti = true;                   ///< CUPTI activity summary of every commit (off under nsys: one subscriber)
 
+  // http only:
+  /// Server command template (harness/engine_client.hpp HttpServerSpec for the placeholders); empty: wsbench serve.
+  std::vector<std::string> server_command;
+  double server_ready_timeout_s = 60;   ///< start -> GET /health answers 200
+  double server_stop_timeout_s = 5;     ///< SIGTERM -> exit, then SIGKILL
+  double server_request_timeout_s = 300;  ///< one request (prepare, commit) before it counts as hung
+  /// Store the harness publishes into and the servers read ({store}); empty: <workdir>/store. Must be absent or
+  /// empty; removed with the workdir unless kept.
+  std::string store;
+
+  /// True for engines driven over HTTP.
+  bool uses_http() const { return engine == "http"; }
   /// True for engines whose storages live in CUDA device memory.
   bool uses_cuda() const { return engine == "embedded-cuda"; }
 

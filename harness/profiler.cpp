@@ -30,6 +30,10 @@ class Checks {
     list_.push_back({{"name", name}, {"pass", pass}, {"detail", detail}});
     if (!pass && reason_.empty()) reason_ = name + ": " + detail;
   }
+  /// A check the engine cannot be asked for (recorded as passed, "skipped": true, with the reason).
+  void skip(const std::string& name, const std::string& why) {
+    list_.push_back({{"name", name}, {"pass", true}, {"skipped", true}, {"detail", why}});
+  }
   bool passed() const { return reason_.empty(); }
   const std::string& reason() const { return reason_; }
   const nlohmann::json& json() const { return list_; }
@@ -159,9 +163,10 @@ struct TrialInputs {
   const ProgressFile& progress;
 };
 
-nlohmann::json run_trial(int index, TrialInputs& in) {
-  Checks checks;
-  nlohmann::json trial{{"index", index}};
+/// The body of one trial: boots `client` and fills `checks` and `trial`. Throws when the engine stops answering
+/// (run_trial records that as a failed check).
+void run_trial_body(int index, TrialInputs& in, Checks& checks, nlohmann::json& trial,
+                    std::unique_ptr<EngineClient>& client_ptr) {
   const uint32_t target = in.cell.target;
   EngineLaunch launch = in.launch;
   launch.workdir = launch.workdir / fmt::format("trial-{}", index);
@@ -173,8 +178,10 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   report("boot");
   reset_peak_rss();
   const double boot0 = steady_seconds();
-  EmbeddedEngineClient client(launch, in.v0_dir, 0);
+  client_ptr = start_engine(launch, in.v0_dir, 0);
+  EngineClient& client = *client_ptr;
   const double native_load_s = steady_seconds() - boot0;
+  trial["times_s"] = {{"native_load", native_load_s}};
 
   const std::string fp0 = fingerprint(client.generate(probe_request()));
   if (!in.previous_v0_fingerprint.empty()) {
@@ -284,8 +291,12 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
              diff.empty() ? fmt::format("{} ranks equal a fresh native load of {}", checksums1.size(),
                                         version_string(target))
                           : "differ: " + diff);
-  const std::string moved = pointer_diff(pointers0, client.storage_pointers());
-  checks.add("storage_pointers_unchanged", moved.empty(), moved.empty() ? "every storage kept address and size" : moved);
+  if (pointers0.empty()) {
+    checks.skip("storage_pointers_unchanged", "the engine reports no storage pointers (GET /wsbench/storage_pointers)");
+  } else {
+    const std::string moved = pointer_diff(pointers0, client.storage_pointers());
+    checks.add("storage_pointers_unchanged", moved.empty(), moved.empty() ? "every storage kept address and size" : moved);
+  }
 
   // A prepare of a version that was never published must be rejected and change nothing.
   const uint32_t missing = in.cell.publish_versions + 1000;
@@ -295,7 +306,8 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
     client.prepare(missing);
     missing_detail = fmt::format("prepare {} was accepted", version_string(missing));
   } catch (const Error& e) {
-    missing_ok = e.kind() == ErrorKind::Missing;
+    // An engine whose rejections carry no kind (a fork without error_kind) cannot say "missing": any rejection counts.
+    missing_ok = e.kind() == ErrorKind::Missing || (!client.reports_error_kinds() && e.kind() == ErrorKind::State);
     missing_detail = fmt::format("rejected ({}): {}", error_kind_name(e.kind()), e.what());
   }
   const std::string fp_after = fingerprint(client.generate(probe_request()));
@@ -316,11 +328,8 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   std::vector<PhaseRecord> phases = client.boot_phases();
   phases.insert(phases.end(), prepare_report.phases.begin(), prepare_report.phases.end());
   phases.insert(phases.end(), commit_report.phases.begin(), commit_report.phases.end());
-  trial["status"] = checks.passed() ? "pass" : "fail";
-  trial["reason"] = checks.reason();
   trial["times_s"] = times;
   trial["phases"] = phases_json(phases);
-  trial["checks"] = checks.json();
   if (in.cell.uses_cuda()) trial["cupti"] = cupti_json(commit_report.cupti);
   trial["memory"] = memory_snapshot();
   trial["memory"]["prepare_peak"] = memory_peaks_json(prepare_peaks, prepare_sampler.period());
@@ -332,13 +341,36 @@ nlohmann::json run_trial(int index, TrialInputs& in) {
   }
   trial["timeline"] = timeline_json(boot0, native_load_s, prepare0, prepare1, commit0, commit1,
                                     commit_report.pause_seconds, first_target, samples);
-  const ModeMemory mode_memory = client.mode_memory();
-  trial["memory"]["mode_canonical_bytes"] = mode_memory.canonical_bytes;
-  trial["memory"]["mode_rank_image_bytes"] = mode_memory.rank_image_bytes;
-  trial["memory"]["mode_staging_bytes"] = mode_memory.staging_bytes;
+  if (const auto mode_memory = client.mode_memory()) {
+    trial["memory"]["mode_canonical_bytes"] = mode_memory->canonical_bytes;
+    trial["memory"]["mode_rank_image_bytes"] = mode_memory->rank_image_bytes;
+    trial["memory"]["mode_staging_bytes"] = mode_memory->staging_bytes;
+  }
+  if (in.cell.uses_http()) trial["memory"]["process"] = "the profiler's (the client); the engine runs in its server";
   trial["probe"] = {{"responses", samples.size()}, {"before_commit", before},
                     {"during_prepare", during_prepare}, {"after_commit", after},
                     {"errors", errors}, {"restarted_by_commit", restarts}};
+}
+
+nlohmann::json run_trial(int index, TrialInputs& in) {
+  Checks checks;
+  nlohmann::json trial{{"index", index}, {"times_s", nlohmann::json::object()}};
+  std::unique_ptr<EngineClient> client;
+  try {
+    run_trial_body(index, in, checks, trial, client);
+  } catch (const std::exception& e) {
+    checks.add("engine_answers", false, e.what());
+  }
+  if (client) {
+    nlohmann::json server = client->shutdown();
+    if (!server.is_null()) {
+      if (checks.passed()) server.erase("log_tail");
+      trial["server"] = std::move(server);
+    }
+  }
+  trial["status"] = checks.passed() ? "pass" : "fail";
+  trial["reason"] = checks.reason();
+  trial["checks"] = checks.json();
   return trial;
 }
 
@@ -353,9 +385,10 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
   const std::string detected = detect_host_runtime();
   out["runtime_detected"] = detected;
   const ProgressFile progress(options.progress_file);
+  fs::path own_store;  // a cell-given store the cell published into
   try {
     // A cell labelled gVisor that is not inside a sandbox would report another runtime's numbers under its name.
-    if (cell.runtime == "gvisor" && detected != "gvisor") {
+    if (cell.runtime == "gvisor" && detected != "gvisor" && !cell.uses_http()) {
       throw Error(ErrorKind::State, fmt::format("runtime 'gvisor' but the cell process runs on '{}' (no gVisor sandbox)",
                                                 detected));
     }
@@ -366,7 +399,11 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     ModelProfile profile = find_profile(cell.model, options.profiles_dir);
     if (cell.scaled()) profile = scale_profile(profile, cell.scale());
 
-    const fs::path store_dir = options.workdir / "store";
+    const fs::path store_dir = cell.store.empty() ? options.workdir / "store" : fs::path(cell.store);
+    if (!cell.store.empty() && fs::exists(store_dir) && !fs::is_empty(store_dir)) {
+      throw Error(ErrorKind::State, fmt::format("store '{}' is not empty (the cell publishes into it)", cell.store));
+    }
+    own_store = cell.store.empty() ? fs::path() : store_dir;
     PublishOptions publish_options;
     publish_options.store = store_dir;
     publish_options.first_version = 0;
@@ -404,6 +441,18 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
       launch.device.streams_per_rank = cell.copy_streams;
       launch.cupti = cell.cupti;
     }
+    if (cell.uses_http()) {
+      launch.engine = "http";
+      launch.layers = cell.layers;
+      launch.experts = cell.experts;
+      launch.server.command = cell.server_command;
+      launch.server.launcher = options.launcher;
+      launch.server.ready_timeout_s = cell.server_ready_timeout_s;
+      launch.server.stop_timeout_s = cell.server_stop_timeout_s;
+      launch.server.request_timeout_s = cell.server_request_timeout_s;
+      launch.server.self = options.self.empty() ? fs::read_symlink("/proc/self/exe") : options.self;
+      launch.server.profiles_dir = options.profiles_dir;
+    }
     Reference reference;
     {
       progress.report(-1, cell.n, "reference engine");
@@ -411,17 +460,30 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
       ref_launch.workdir = options.workdir / "reference-engine";
       ref_launch.commit_strategy = "full";  // it only loads natively: no second image set
       const double t0 = steady_seconds();
-      EmbeddedEngineClient native(ref_launch, reference_dir, cell.target);
-      reference.native_load_s = steady_seconds() - t0;
-      reference.fingerprint = fingerprint(native.generate(probe_request()));
-      reference.checksums = native.storage_checksums();
-      nlohmann::json per_rank = nlohmann::json::array();
-      for (const auto& rank : native.storage_pointers()) {
-        uint64_t bytes = 0;
-        for (const auto& storage : rank) bytes += storage.bytes;
-        per_rank.push_back(bytes);
+      std::unique_ptr<EngineClient> native;
+      try {
+        native = start_engine(ref_launch, reference_dir, cell.target);
+        reference.native_load_s = steady_seconds() - t0;
+        reference.fingerprint = fingerprint(native->generate(probe_request()));
+        reference.checksums = native->storage_checksums();
+      } catch (const std::exception& e) {
+        throw Error(ErrorKind::State, fmt::format("reference engine (native load of {}): {}", version_string(cell.target),
+                                                  e.what()));
       }
-      out["bytes"] = {{"canonical", profile.canonical_bytes()}, {"rank_image_per_rank", per_rank}};
+      out["bytes"] = {{"canonical", profile.canonical_bytes()}};
+      if (const auto pointers = native->storage_pointers(); !pointers.empty()) {
+        nlohmann::json per_rank = nlohmann::json::array();
+        for (const auto& rank : pointers) {
+          uint64_t bytes = 0;
+          for (const auto& storage : rank) bytes += storage.bytes;
+          per_rank.push_back(bytes);
+        }
+        out["bytes"]["rank_image_per_rank"] = per_rank;
+      }
+      if (nlohmann::json server = native->shutdown(); !server.is_null()) {
+        server.erase("log_tail");
+        out["reference_server"] = std::move(server);
+      }
       for (const auto& p : published) {
         if (p.version == cell.target) out["bytes"]["delta_compressed"] = p.stored_bytes;
       }
@@ -447,6 +509,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
   if (!options.keep_workdir) {
     std::error_code ec;
     fs::remove_all(options.workdir, ec);
+    if (!own_store.empty()) fs::remove_all(own_store, ec);
   }
   return out;
 }

@@ -15,12 +15,19 @@ struct CellRunOptions {
   std::filesystem::path workdir;  ///< emptied first; holds the store, the reference checkpoint, trial dirs
   bool keep_workdir = false;
   std::filesystem::path progress_file = {};  ///< where the cell reports its trial and phase (ProgressFile); empty: nowhere
+  /// http cells: the runtime launcher every server is started through (the cell's `runtime`).
+  Launcher launcher = builtin_launchers().at("native");
+  /// http cells: the wsbench executable of the default server command ({self}); empty: this process's executable.
+  std::filesystem::path self = {};
 };
 
 /// Runs every trial of `cell` and returns the cell object of results.json (see reports/ for the schema):
 /// status "pass" only when every check of every trial passed. Setup errors (unknown profile, publish failure)
 /// produce status "fail" with the reason; they do not throw. `runtime_detected` is the runtime the cell process
-/// actually runs in (detect_host_runtime); a cell whose launcher is "gvisor" fails unless that is "gvisor".
+/// actually runs in (detect_host_runtime); a cell whose launcher is "gvisor" fails unless that is "gvisor" (http cells:
+/// the cell process is the client and runs natively; the servers are started through `options.launcher`).
+/// An http trial whose server fails (no answer, an error status, a malformed body, a version going backwards, never
+/// healthy, dying mid-commit) is a failed trial with the endpoint and the problem as reason; the cell goes on.
 nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options);
 
 }  // namespace wsb

@@ -37,6 +37,8 @@ std::vector<std::string> cell_command(const MatrixCell& cell, const Launcher& la
                                    "--cell",      cell.id,      "--out",
                                    cell_out.string(), "--workdir", workdir.string()};
   if (options.keep_workdir) argv.push_back("--keep-workdir");
+  // An http cell's process is the client: it runs natively and starts every server through the launcher itself.
+  if (cell.uses_http()) return argv;
   argv = expand_launcher(launcher, argv, fs::absolute(options.out_dir).string(), self.string());
   // posix_spawn takes a path: a launcher program named without '/' is looked up on PATH here.
   if (const std::string program = resolve_launcher_program(launcher); !program.empty()) argv[0] = program;

@@ -27,7 +27,8 @@ struct RunOptions {
 };
 
 /// Argument vector that runs one cell in a child process (`wsbench cell ...`) through `launcher`, its program
-/// resolved to a path (resolve_launcher_program). `self` is the wsbench executable.
+/// resolved to a path (resolve_launcher_program). `self` is the wsbench executable. An http cell's process is the
+/// client and is started directly; it starts its servers through the launcher (profiler.hpp).
 std::vector<std::string> cell_command(const MatrixCell& cell, const Launcher& launcher, const std::filesystem::path& self,
                                       const RunOptions& options, const std::filesystem::path& cell_out,
                                       const std::filesystem::path& workdir);

@@ -54,6 +54,25 @@ int main(int argc, char** argv) {
   cell->add_flag("--keep-workdir", keep);
   cell->group("");  // internal
 
+  wsb::ServeArgs serve_args;
+  auto* serve = app.add_subcommand("serve", "the embedded engine as an HTTP server (SGLang-fork endpoints) on loopback");
+  serve->add_option("--model", serve_args.model, "profile id")->required();
+  serve->add_option("--mode", serve_args.mode, "sync mode")->check(CLI::IsMember({"disk", "cpu"}));
+  serve->add_option("--tp", serve_args.tp, "tensor-parallel size")->check(CLI::Range(1, 64));
+  serve->add_option("--store", serve_args.store, "publication store the mode reads")->required();
+  serve->add_option("--checkpoint", serve_args.checkpoint, "FULL checkpoint to boot from (native load)")
+      ->required()->check(CLI::ExistingDirectory);
+  serve->add_option("--version", serve_args.version, "version of --checkpoint");
+  serve->add_option("--workdir", serve_args.workdir, "the mode's private files")->required();
+  serve->add_option("--host", serve_args.host, "address to listen on");
+  serve->add_option("--port", serve_args.port, "port (0: any free one, printed)")->check(CLI::Range(0, 65535));
+  serve->add_option("--prepare-threads", serve_args.prepare_threads, "prepare worker threads")->check(CLI::Range(1, 1024));
+  serve->add_option("--backend", serve_args.backend, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  serve->add_option("--layers", serve_args.layers, "keep only the first N layers");
+  serve->add_option("--experts", serve_args.experts, "keep only the first N routed experts");
+  serve->add_option("--fault", serve_args.faults, "tests only: a failure to show (harness/serve.hpp)")
+      ->group("");
+
   fs::path physics_dir = ".";
   uint64_t physics_bytes = 256ull << 20;
   int physics_threads = 2;
@@ -89,6 +108,7 @@ int main(int argc, char** argv) {
     if (*publish) return wsb::cmd_publish(profiles, publish_args);
     if (*run) return wsb::cmd_run(profiles, run_args);
     if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);
+    if (*serve) return wsb::cmd_serve(profiles, serve_args);
     if (*physics) return wsb::cmd_physics(physics_dir, physics_bytes, physics_threads);
     if (report.selected()) return report.run();
     if (*inspect) return wsb::cmd_inspect(inspect_args);

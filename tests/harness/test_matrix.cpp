@@ -168,6 +168,34 @@ TEST(Matrix, CudaFieldErrors) {
             "m.json: cell 0: field 'experts' must be >= 1");
 }
 
+TEST(Matrix, HttpEngineFields) {
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "defaults": {"model": "a", "mode": "cpu"},
+      "cells": [{"id": "fork", "engine": "http", "server_command": ["python3", "-m", "sglang.launch_server", "--port", "{port}"],
+                 "server_ready_timeout_s": 600, "server_stop_timeout_s": 20, "store": "/nvme/store"},
+                {"id": "serve", "engine": "http"}]})"),
+                              "m.json");
+  ASSERT_EQ(m.cells.size(), 2u);
+  EXPECT_TRUE(m.cells[0].uses_http());
+  EXPECT_EQ(m.cells[0].server_command.size(), 5u);
+  EXPECT_EQ(m.cells[0].server_command[4], "{port}");
+  EXPECT_EQ(m.cells[0].server_ready_timeout_s, 600.0);
+  EXPECT_EQ(m.cells[0].server_stop_timeout_s, 20.0);
+  EXPECT_EQ(m.cells[0].server_request_timeout_s, 300.0);
+  EXPECT_EQ(m.cells[0].store, "/nvme/store");
+  EXPECT_EQ(m.cells[0].to_json()["server_command"][2], "sglang.launch_server");
+  EXPECT_TRUE(m.cells[1].server_command.empty());  // wsbench serve
+  EXPECT_FALSE(m.cells[1].to_json().contains("server_command"));
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "server_command": ["x"]}]})")),
+            "m.json: cell 0: fields 'server_command' and 'store' need engine 'http', not 'embedded-cpu'");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "engine": "http", "server_command": []}]})")),
+            "m.json: cell 0: field 'server_command' must be a non-empty array of strings");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "engine": "http", "server_ready_timeout_s": 0}]})")),
+            "m.json: cell 0: field 'server_ready_timeout_s' must be a number of seconds > 0, got 0");
+}
+
 TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
   const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
   std::vector<std::string> names;

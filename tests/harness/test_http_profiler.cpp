@@ -1,0 +1,206 @@
+// The full profiler through the HTTP adapter against real `wsbench serve` processes on loopback: both modes pass
+// every check (checksums against a fresh server on the FULL target); a server that dies mid-commit, is slow or
+// never healthy, answers an HTTP error, a non-JSON or wrong-shape body, or a version going backwards makes a failed
+// trial whose reason names the endpoint and the problem (never a hang).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "harness/http_engine_client.hpp"
+#include "harness/profiler.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace wsb {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+MatrixCell http_cell(const std::string& mode, const std::vector<std::string>& faults = {}) {
+  MatrixCell cell;
+  cell.model = "llama-tiny-bf16";
+  cell.mode = mode;
+  cell.engine = "http";
+  cell.tp = 2;
+  cell.n = 1;
+  cell.seed = 3;
+  cell.id = "tiny/" + mode + "/http";
+  cell.floor_bytes = 1 << 20;
+  cell.server_ready_timeout_s = 30;
+  cell.server_request_timeout_s = 30;
+  if (!faults.empty()) {
+    cell.server_command = default_serve_command(EngineLaunch{});
+    for (const auto& f : faults) cell.server_command.insert(cell.server_command.end(), {"--fault", f});
+  }
+  return cell;
+}
+
+json run(const MatrixCell& cell, const test::TempDir& dir) {
+  CellRunOptions options{WSB_PROFILES_DIR, dir / "work", false};
+  options.self = fs::path(WSB_BINARY_DIR) / "wsbench";
+  return run_cell(cell, options);
+}
+
+/// The only trial's reason (the cell must have failed through it, not in setup).
+std::string trial_reason(const json& result) {
+  EXPECT_EQ(result["status"], "fail") << result.dump(2);
+  EXPECT_EQ(result["trials"].size(), 1u) << result.dump(2);
+  if (result["trials"].empty()) return result.value("reason", "");
+  EXPECT_EQ(result["trials"][0]["status"], "fail");
+  return result["trials"][0]["reason"];
+}
+
+class HttpProfilerCell : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HttpProfilerCell, PassesEveryCheckAgainstWsbenchServe) {
+  test::TempDir dir;
+  MatrixCell cell = http_cell(GetParam());
+  cell.n = 2;
+  const json result = run(cell, dir);
+  ASSERT_EQ(result["status"], "pass") << result.dump(2);
+  ASSERT_EQ(result["trials"].size(), 2u);
+  const std::vector<std::string> expected_checks{
+      "update_changes_fingerprint", "update_succeeds", "probes_exact", "generation_during_prepare",
+      "probes_after_commit", "version_is_target", "checksums_equal_native_load", "storage_pointers_unchanged",
+      "missing_target_rejected"};
+  for (const auto& trial : result["trials"]) {
+    std::vector<std::string> names;
+    for (const auto& check : trial["checks"]) {
+      if (check["name"] != "fresh_engines_agree") names.push_back(check["name"]);
+      EXPECT_TRUE(check["pass"].get<bool>()) << check.dump();
+      EXPECT_FALSE(check.contains("skipped")) << check.dump();
+    }
+    EXPECT_EQ(names, expected_checks);
+    EXPECT_EQ(trial["server"]["stop"], "sigterm");
+    EXPECT_EQ(trial["server"]["status"], "exited with status 0");
+    EXPECT_FALSE(trial["server"].contains("log_tail"));
+    for (const char* key : {"prepare", "commit", "pause", "envelope", "max_stall", "native_load"}) {
+      ASSERT_TRUE(trial["times_s"].contains(key)) << key;
+      EXPECT_GT(trial["times_s"][key].get<double>(), 0.0) << key;
+    }
+    // From GET /wsbench/mode_memory: the cpu mode holds rank images, the disk mode none.
+    ASSERT_TRUE(trial["memory"].contains("mode_rank_image_bytes"));
+    EXPECT_EQ(trial["memory"]["mode_rank_image_bytes"].get<uint64_t>() > 0, GetParam() == "cpu");
+  }
+  EXPECT_EQ(result["reference_server"]["status"], "exited with status 0");
+  EXPECT_EQ(result["bytes"]["rank_image_per_rank"].size(), 2u);
+  // The checksums of the updated server equal those of a fresh server on the FULL target: the check above; the
+  // fingerprint is the embedded engine's, since the server runs it.
+  EXPECT_EQ(result["trials"][0]["checks"][0]["name"], "update_changes_fingerprint");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, HttpProfilerCell, ::testing::Values("disk", "cpu"));
+
+TEST(HttpProfilerFaults, ServerDyingMidCommitIsAFailedTrialWithTheReason) {
+  test::TempDir dir;
+  const std::string reason = trial_reason(run(http_cell("disk", {"die-in-commit"}), dir));
+  EXPECT_TRUE(reason.starts_with("update_succeeds: POST /commit_weight_update: no answer from 127.0.0.1:")) << reason;
+  EXPECT_NE(reason.find("the server process exited with status 17"), std::string::npos) << reason;
+}
+
+TEST(HttpProfilerFaults, SlowHealthWithinTheTimeoutPasses) {
+  test::TempDir dir;
+  const json result = run(http_cell("cpu", {"slow-health=0.2"}), dir);
+  EXPECT_EQ(result["status"], "pass") << result.dump(2);
+}
+
+TEST(HttpProfilerFaults, SlowHealthBeyondTheTimeoutFailsNamingHealth) {
+  test::TempDir dir;
+  MatrixCell cell = http_cell("cpu", {"slow-health=5"});
+  cell.server_ready_timeout_s = 0.5;
+  cell.server_stop_timeout_s = 0.5;  // its /health handler still sleeps: SIGKILL soon
+  const std::string reason = trial_reason(run(cell, dir));
+  EXPECT_TRUE(reason.starts_with("engine_answers: GET /health: the server did not become healthy within 0.5 s (last: "
+                                 "no answer (Read)"))
+      << reason;
+}
+
+TEST(HttpProfilerFaults, NeverHealthyFailsNamingHealthAndItsAnswer) {
+  test::TempDir dir;
+  MatrixCell cell = http_cell("cpu", {"never-healthy"});
+  cell.server_ready_timeout_s = 1;
+  EXPECT_EQ(trial_reason(run(cell, dir)),
+            "engine_answers: GET /health: the server did not become healthy within 1 s (last: HTTP 503: "
+            "{\"message\":\"fault never-healthy\",\"success\":false})");
+}
+
+TEST(HttpProfilerFaults, HttpErrorStatusIsNamedWithTheServersMessage) {
+  test::TempDir dir;
+  EXPECT_EQ(trial_reason(run(http_cell("cpu", {"http-500:/weights_checker"}), dir)),
+            "engine_answers: POST /weights_checker: HTTP 500: POST /weights_checker: fault http-500");
+}
+
+TEST(HttpProfilerFaults, NonJsonBodyIsNamed) {
+  test::TempDir dir;
+  EXPECT_EQ(trial_reason(run(http_cell("cpu", {"non-json:/generate"}), dir)),
+            "engine_answers: POST /generate: HTTP 200 response is not JSON (text/html): '<html>fault non-json</html>'");
+}
+
+TEST(HttpProfilerFaults, WrongShapeIsNamedWithTheField) {
+  test::TempDir dir;
+  EXPECT_EQ(trial_reason(run(http_cell("cpu", {"wrong-shape:/model_info"}), dir)),
+            "engine_answers: GET /model_info: field 'weight_version' is missing");
+}
+
+TEST(HttpProfilerFaults, VersionGoingBackwardsIsNamed) {
+  test::TempDir dir;
+  EXPECT_EQ(trial_reason(run(http_cell("cpu", {"version-backwards"}), dir)),
+            "probes_exact: error: POST /generate: weight_version went backwards: 000000 after 000001");
+}
+
+TEST(HttpProfilerFaults, ServerThatCannotStartFailsTheCellNamingHealth) {
+  test::TempDir dir;
+  MatrixCell cell = http_cell("cpu");
+  cell.server_command = {"/bin/false"};
+  const json result = run(cell, dir);
+  EXPECT_EQ(result["status"], "fail");
+  EXPECT_TRUE(result["reason"].get<std::string>().starts_with(
+      "setup: reference engine (native load of 000001): GET /health: the server process exited with status 1 before "
+      "it became healthy"))
+      << result["reason"];
+}
+
+TEST(HttpMatrix, FailedServersFailTheirCellsTheMatrixGoesOnAndExitsNonZero) {
+  test::TempDir dir;
+  auto faulty = [](const std::string& fault) {
+    auto command = default_serve_command(EngineLaunch{});
+    command.insert(command.end(), {"--fault", fault});
+    return command;
+  };
+  const json matrix{
+      {"name", "http-faults"},
+      {"defaults", {{"model", "llama-tiny-bf16"}, {"tp", 2}, {"n", 1}, {"seed", 3}, {"engine", "http"},
+                    {"floor_bytes", 1 << 20}, {"server_ready_timeout_s", 30}}},
+      {"cells", {{{"id", "dies"}, {"mode", "cpu"}, {"server_command", faulty("die-in-commit")}},
+                 {{"id", "never-healthy"}, {"mode", "disk"}, {"server_command", faulty("never-healthy")},
+                  {"server_ready_timeout_s", 1}},
+                 {{"id", "good"}, {"mode", "disk"}}}}};
+  const fs::path matrix_path = dir / "m.json";
+  std::ofstream(matrix_path) << matrix.dump(2);
+  const fs::path out = dir / "out";
+  const std::string command = fmt::format("'{}/wsbench' --profiles '{}' run '{}' --quiet --out '{}' > '{}.log' 2>&1",
+                                          WSB_BINARY_DIR, WSB_PROFILES_DIR, matrix_path.string(), out.string(),
+                                          out.string());
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const json results = json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results["cells"].size(), 3u);
+  EXPECT_EQ(results["cells"][0]["status"], "fail");
+  EXPECT_TRUE(results["cells"][0]["reason"].get<std::string>().starts_with(
+      "trial 0: update_succeeds: POST /commit_weight_update: no answer from 127.0.0.1:"))
+      << results["cells"][0]["reason"];
+  EXPECT_EQ(results["cells"][1]["status"], "fail");
+  EXPECT_EQ(results["cells"][1]["reason"],
+            "trial 0: engine_answers: GET /health: the server did not become healthy within 1 s (last: HTTP 503: "
+            "{\"message\":\"fault never-healthy\",\"success\":false})");
+  EXPECT_EQ(results["cells"][2]["status"], "pass") << results["cells"][2].dump(2);
+  EXPECT_EQ(results["cells"][2]["engine"], "http");
+}
+
+}  // namespace
+}  // namespace wsb
