@@ -21,6 +21,7 @@ for lib in libbenchmark.so.1debian libcpp-httplib.so.0.11; do
   src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
   [ -n "$src" ] && cp -L "$src" .carry/tests/ && cp -L "$src" .carry/bench/ && cp -L "$src" .carry/
 done
-# The device tool carries at most 64 MiB: ship the test executables compressed.
-tar czf .carry/tests.tgz -C .carry tests && rm -rf .carry/tests
+# The device tool carries at most 64 MiB: ship the test executables compressed (xz; the GPU machine unpacks them
+# with Python's lzma, so it needs no xz binary).
+tar cf - -C .carry tests | xz -T2 -6 > .carry/tests.tar.xz && rm -rf .carry/tests
 du -sh .carry

@@ -18,7 +18,7 @@ steps=("$@")
 source_dir=$(cat .carry/SOURCE_DIR)
 mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$PWD/.carry/src" "$source_dir"
 export WSBENCH_PROFILES=$PWD/.carry/src/models/profiles
-[ -f .carry/tests.tgz ] && [ ! -d .carry/tests ] && tar xzf .carry/tests.tgz -C .carry
+[ -f .carry/tests.tar.xz ] && [ ! -d .carry/tests ] && python3 -c "import tarfile; tarfile.open('.carry/tests.tar.xz').extractall('.carry')"
 export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv > "$out/gpu.csv" 2>&1
 mkdir -p "$out/logs"
@@ -49,9 +49,12 @@ run_step() {
     h200=*) regex=${step#h200=}
       # Results go straight under $OUT so the cells that finished survive a step killed at its limit; the trial
       # workdirs (stores, checkpoints) are moved to /tmp by a link, never packed.
-      mkdir -p "$out/logs/h200" /tmp/h200-work && ln -sfn /tmp/h200-work "$out/logs/h200/work"
-      .carry/wsbench run matrices/h200.json --filter "$regex" --out "$out/logs/h200" > "$out/logs/h200.txt" 2>&1; echo "h200 rc $?"
-      tail -60 "$out/logs/h200.txt" ;;
+      # Each h200 step of one call gets its own folder (h200, h200-2, ...), so a later step never overwrites cells.
+      dir=h200; k=1; while [ -e "$out/logs/$dir" ]; do k=$((k+1)); dir=h200-$k; done
+      mkdir -p "$out/logs/$dir" /tmp/h200-work && ln -sfn /tmp/h200-work "$out/logs/$dir/work"
+      echo "$regex" > "$out/logs/$dir/filter.txt"
+      .carry/wsbench run matrices/h200.json --filter "$regex" --out "$out/logs/$dir" > "$out/logs/$dir.txt" 2>&1; echo "h200 rc $?"
+      tail -60 "$out/logs/$dir.txt" ;;
     bench-device) .carry/bench/bench_bench_device --short --benchmark_out="$out/logs/bench_device.json" --benchmark_out_format=json > "$out/logs/bench_device.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device.txt" ;;
     *) echo "unknown step $step" ;;
   esac
@@ -65,6 +68,6 @@ for spec in "${steps[@]}"; do
   timeout --kill-after=5 "$limit" bash -c "$(declare -f run_step); run_step '$step'" || echo "step $step ended with $? (limit $limit s)"
   echo "step $step: $(( $(date +%s) - t0 )) s"
 done
-rm -f "$out/logs/h200/work"; rm -rf /tmp/h200-work
+rm -f "$out"/logs/h200*/work; rm -rf /tmp/h200-work
 tar czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs"
 ls -la "$out"
