@@ -51,6 +51,7 @@ run_step() {
       # workdirs (stores, checkpoints) are moved to /tmp by a link, never packed.
       # Each h200 step of one call gets its own folder (h200, h200-2, ...), so a later step never overwrites cells.
       dir=h200; k=1; while [ -e "$out/logs/$dir" ]; do k=$((k+1)); dir=h200-$k; done
+      rm -rf /tmp/h200-work  # the previous step's stores: the disk holds one step's at a time
       mkdir -p "$out/logs/$dir" /tmp/h200-work && ln -sfn /tmp/h200-work "$out/logs/$dir/work"
       echo "$regex" > "$out/logs/$dir/filter.txt"
       .carry/wsbench run matrices/h200.json --filter "$regex" --out "$out/logs/$dir" > "$out/logs/$dir.txt" 2>&1; echo "h200 rc $?"
