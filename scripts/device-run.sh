@@ -18,6 +18,8 @@ steps=("$@")
 source_dir=$(cat .carry/SOURCE_DIR)
 mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$PWD/.carry/src" "$source_dir"
 export WSBENCH_PROFILES=$PWD/.carry/src/models/profiles
+# Tests that run the real executable find it at the build machine's build/wsbench.
+mkdir -p .carry/src/build && ln -sf "$PWD/.carry/wsbench" .carry/src/build/wsbench
 [ -f .carry/tests.tar.xz ] && [ ! -d .carry/tests ] && python3 -c "import tarfile; tarfile.open('.carry/tests.tar.xz').extractall('.carry')"
 export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv > "$out/gpu.csv" 2>&1

@@ -179,11 +179,20 @@ void DiskMode::apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const St
   {
     ScopedPhase phase(log, "prepare.apply_verify_write", Floor::DiskRead);
     CheckpointReader local(checkpoint_dir());
-    std::vector<uint8_t> buffer;
+    std::vector<uint8_t> heap;  // only for a canonical tensor larger than a staging buffer (a sharded one)
     for (const auto& spec : canonical_) {
       const auto& entry = expect_tensor(local, spec, checkpoint_dir().string());
       auto current = local.data(spec.name);
-      buffer.assign(current.begin(), current.end());
+      // The commit staging is idle during prepare (the state machine never overlaps them): folding in it adds no
+      // host memory of its own, which keeps the mode within its bounded staging.
+      std::span<uint8_t> buffer;
+      if (current.size() <= staging_bytes_) {
+        buffer = staging_[0].span().subspan(0, current.size());
+      } else {
+        heap.resize(current.size());
+        buffer = heap;
+      }
+      std::copy(current.begin(), current.end(), buffer.begin());
       local.release(spec.name);  // the buffer holds it now
       fold_tensor(plan, spec, buffer, nullptr);
       const auto& shard = local.shard_of(spec.name);
