@@ -1,5 +1,7 @@
 #include "harness/context.hpp"
 
+#include "wsb_build_commit.hpp"
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -37,17 +39,6 @@ uint64_t proc_value(const std::string& text, const std::string& key) {
     }
   }
   return 0;
-}
-
-std::string run_command(const std::string& command) {
-  std::string out;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buf[256];
-    while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
-    ::pclose(pipe);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
 }
 
 }  // namespace
@@ -99,12 +90,9 @@ nlohmann::json collect_context() {
   }
   c["os"] = os;
   c["runtime_detected"] = detect_host_runtime();
-  std::string commit = run_command("git rev-parse --short=12 HEAD 2>/dev/null");
-  if (!commit.empty() && !run_command("git status --porcelain --untracked-files=no 2>/dev/null").empty()) {
-    commit += "-dirty";
-  }
-  // Outside a checkout (a copied tree on a GPU machine) fall back to the commit the build was configured at.
-  c["build_commit"] = commit.empty() ? std::string(WSB_BUILD_COMMIT) + " (configured)" : commit;
+  // The commit the binary was built from (cmake/build_commit.cmake, refreshed at every build): the directory a run
+  // starts in may be another checkout, or a copied tree whose git state says nothing about this binary.
+  c["build_commit"] = WSB_BUILD_COMMIT;
 #ifdef NDEBUG
   c["build_type"] = "release";
 #else
