@@ -1,11 +1,15 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "models/core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
+#include "models/transform/fp8_channel.hpp"
+#include "models/transform/mxfp4.hpp"
+#include "models/transform/nvfp4.hpp"
 #include "models/transform/transform.hpp"
 
 namespace wsb {
@@ -98,6 +102,85 @@ void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonic
   apply_transform(spec.transform,
                   TransformIo{spec.name, sources, spec.dtype, spec.gathered_shape,
                               std::span<const uint8_t>(scratch.get(), fragment_bytes), spec.shape, out});
+}
+
+namespace {
+
+/// One fragment that is a whole canonical tensor already stacked over the experts (gpt-oss's [E, ...] expert
+/// tensors), sliced, if at all, below the expert dim: expert e's gathered bytes are the e-th run of it.
+bool stacked_canonical(const RuntimeStorageSpec& spec, int64_t experts) {
+  if (spec.fragments.size() != 1) return false;
+  const Fragment& f = spec.fragments[0];
+  if (f.canonical_shape.empty() || f.canonical_shape[0] != experts) return false;
+  return f.dim != 0 || (f.start == 0 && f.length == experts);
+}
+
+}  // namespace
+
+int64_t storage_slices(const RuntimeStorageSpec& spec) {
+  static const std::string_view kPerExpert[] = {kTransformNone,     kFp8ChannelWeight,  kFp8ChannelScale,
+                                                kMxfp4Pad,          kMxfp4ScaleSwizzle, kNvfp4ScaleSwizzle};
+  if (std::find(std::begin(kPerExpert), std::end(kPerExpert), spec.transform) == std::end(kPerExpert)) return 1;
+  // "none" keeps the gathered layout, so any leading-dim split is exact; the MoE transforms only in their stacked
+  // [E, ...] form (rank >= 3), where a 2-D form's first runtime dim could equal the gathered one by coincidence.
+  const size_t min_rank = spec.transform == kTransformNone ? 2 : 3;
+  if (spec.shape.empty() || spec.gathered_shape.size() < min_rank || spec.shape[0] != spec.gathered_shape[0]) return 1;
+  const int64_t experts = spec.shape[0];
+  if (experts < 2) return 1;
+  if (spec.bytes() % static_cast<uint64_t>(experts) != 0 || spec.gathered_bytes() % static_cast<uint64_t>(experts) != 0)
+    return 1;
+  if (stacked_canonical(spec, experts)) return experts;
+  if (spec.fragments.size() % static_cast<size_t>(experts) != 0) return 1;
+  // Every expert's fragments must hold exactly one slice of the gathered tensor, in order.
+  const size_t per = spec.fragments.size() / static_cast<size_t>(experts);
+  const uint64_t slice = spec.gathered_bytes() / static_cast<uint64_t>(experts);
+  for (size_t g = 0; g < spec.fragments.size(); g += per) {
+    uint64_t bytes = 0;
+    for (size_t i = g; i < g + per; ++i) bytes += shape_numel(spec.fragments[i].shape()) * dtype_size(spec.dtype);
+    if (bytes != slice) return 1;
+  }
+  return experts;
+}
+
+void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
+                         int64_t first, int64_t count) {
+  const int64_t slices = storage_slices(spec);
+  if (first < 0 || count < 1 || first + count > slices) {
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': slices [{}, {}) outside its {} independent slices",
+                                                 spec.name, first, first + count, slices));
+  }
+  if (out.size() != spec.bytes())
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': output buffer has {} bytes, the storage needs {}",
+                                                 spec.name, out.size(), spec.bytes()));
+  if (count == slices) {
+    load_storage(spec, canonical, out);
+    return;
+  }
+  check_fragments(spec);
+  // A sub-storage of `count` experts: the same transform on the sub-shapes writes the same bytes at the same
+  // per-expert offsets (storage_slices admits only transforms that work expert by expert).
+  RuntimeStorageSpec sub = spec;
+  sub.shape[0] = count;
+  sub.gathered_shape[0] = count;
+  const uint64_t out_slice = spec.bytes() / static_cast<uint64_t>(slices);
+  auto sub_out = out.subspan(out_slice * static_cast<uint64_t>(first), out_slice * static_cast<uint64_t>(count));
+  if (stacked_canonical(spec, slices)) {
+    // The sub-storage reads experts [first, first + count) of the stacked tensor: a contiguous run of it.
+    Fragment& f = sub.fragments[0];
+    f.canonical_shape[0] = count;
+    if (f.dim == 0) f.length = count;
+    const CanonicalLookup experts_only = [&](const std::string& name) {
+      const auto whole = canonical(name);
+      const uint64_t per_expert = whole.size() / static_cast<uint64_t>(slices);
+      return whole.subspan(per_expert * static_cast<uint64_t>(first), per_expert * static_cast<uint64_t>(count));
+    };
+    load_storage(sub, experts_only, sub_out);
+    return;
+  }
+  const size_t per = spec.fragments.size() / static_cast<size_t>(slices);
+  sub.fragments.assign(spec.fragments.begin() + static_cast<std::ptrdiff_t>(per * static_cast<size_t>(first)),
+                       spec.fragments.begin() + static_cast<std::ptrdiff_t>(per * static_cast<size_t>(first + count)));
+  load_storage(sub, canonical, sub_out);
 }
 
 }  // namespace wsb

@@ -70,6 +70,21 @@ using CanonicalLookup = std::function<std::span<const uint8_t>(const std::string
 /// Error(Format) for an unknown transform, and whatever the transform throws (models/transform/transform.hpp).
 void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out);
 
+/// Leading-dim slices of `spec` that load_storage_slices can load independently, else 1: shape[0] (rows of a
+/// transform-"none" storage of rank >= 2, or the E experts of a stacked [E, ...] storage of rank >= 3) when runtime
+/// and gathered shapes start with the same extent, the fragments either fall into shape[0] equal groups or are one
+/// canonical tensor stacked along dim 0, and the transform works slice by slice ("none" and every MoE transform:
+/// fp8_channel_weight/scale, mxfp4_pad, mxfp4_scale_swizzle, nvfp4_scale_swizzle each write expert e's bytes at
+/// e * (runtime bytes / E) from expert e's gathered bytes alone).
+int64_t storage_slices(const RuntimeStorageSpec& spec);
+
+/// load_storage for slices [first, first + count) of the leading dim only: writes exactly those slices' bytes of
+/// `out` (the whole storage, out.size() == spec.bytes()), leaving the rest untouched, so disjoint ranges can load
+/// on different threads. Byte-identical to the same range of load_storage's output. Throws Error(Mismatch) when the
+/// range is outside [0, storage_slices(spec)), plus load_storage's errors.
+void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
+                         int64_t first, int64_t count);
+
 /// The gather half of load_storage: concatenates the storage's fragments into `out` (out.size() ==
 /// spec.gathered_bytes()) without the post-load transform, for a transform that runs elsewhere (on the device).
 /// Same errors as load_storage, minus the transform's.

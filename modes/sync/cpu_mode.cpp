@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -68,19 +69,40 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
 void CpuMode::build_rank_images(PhaseLog& log) {
   ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
   CanonicalLookup lookup = [this](const std::string& name) { return canonical_tensor(name); };
-  // Every (rank, storage) is independent: storages are disjoint and the canonical image is only read.
   prepared_set_ = device_delta() && live_known_ ? 1 - live_set_ : live_set_;
   std::vector<RankImage>& images = sets_[prepared_set_];
-  std::vector<std::pair<size_t, size_t>> items;
+  // Every (rank, storage, expert range) is independent: storages are disjoint, expert ranges of one storage write
+  // disjoint bytes, and the canonical image is only read. A stacked-expert storage is split into ranges of about
+  // kPieceBytes, so its size (it grows with the expert count) never leaves one thread working while the rest wait.
+  constexpr uint64_t kPieceBytes = 32ull << 20;
+  struct Item {
+    size_t rank, storage;
+    int64_t first, count;
+    uint64_t bytes;
+  };
+  std::vector<Item> items;
   for (size_t r = 0; r < images.size(); ++r) {
-    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s) items.emplace_back(r, s);
+    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s) {
+      const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
+      const int64_t slices = storage_slices(spec);
+      const uint64_t slice_bytes = spec.bytes() / static_cast<uint64_t>(slices);
+      const int64_t per = slices == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / std::max<uint64_t>(slice_bytes, 1)));
+      for (int64_t first = 0; first < slices; first += per) {
+        const int64_t count = std::min(per, slices - first);
+        items.push_back(Item{r, s, first, count, slice_bytes * static_cast<uint64_t>(count)});
+      }
+    }
   }
   run_largest_first(
-      items.size(), context_.threads,
-      [&](size_t i) { return context_.layouts[items[i].first].storages[items[i].second].bytes(); },
+      items.size(), context_.threads, [&](size_t i) { return items[i].bytes; },
       [&](size_t i) {
-        const auto [r, s] = items[i];
-        load_storage(context_.layouts[r].storages[s], lookup, images[r].storage(s));
+        const Item& it = items[i];
+        const RuntimeStorageSpec& spec = context_.layouts[it.rank].storages[it.storage];
+        if (it.count == storage_slices(spec)) {
+          load_storage(spec, lookup, images[it.rank].storage(it.storage));
+        } else {
+          load_storage_slices(spec, lookup, images[it.rank].storage(it.storage), it.first, it.count);
+        }
       });
   for (const auto& image : images) phase.add_bytes(image.payload_bytes());
 }
