@@ -143,6 +143,7 @@ class Faults : public ::testing::TestWithParam<std::tuple<std::string, std::stri
     } catch (const Error& e) {
       EXPECT_EQ(error_kind_name(e.kind()), std::string(error_kind_name(kind))) << e.what();
       EXPECT_EQ(std::string(e.what()), message);
+      EXPECT_EQ(e.retryable(), kind == ErrorKind::Truncated);  // only "not yet published" may be retried
     }
     EXPECT_THROW(engine_->commit(target), Error);
     EXPECT_TRUE(engine_->healthy());
