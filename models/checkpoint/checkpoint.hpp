@@ -36,6 +36,11 @@ void write_checkpoint_index(const std::filesystem::path& index_path, const Check
 /// Validates a shard path from an index: non-empty, relative, no "..", no "." and no empty component (so each
 /// shard has one spelling), no NUL. Throws Error(Format) naming the index file and the shard path.
 void check_shard_path(const std::filesystem::path& index_path, const std::string& shard);
+/// `dir`/`shard` once it is known to stay inside `dir` with symlinks resolved, so no byte outside the directory is
+/// ever read. Throws Error naming the index file and the shard: Format (resolves outside `dir`), Missing (absent),
+/// Io.
+std::filesystem::path contained_shard_path(const std::filesystem::path& dir, const std::filesystem::path& index_path,
+                                           const std::string& shard);
 
 /// Opens every shard of a checkpoint directory and cross-checks them with the index: each indexed tensor exists
 /// in its shard, each shard tensor is indexed to that shard, shard paths stay inside the directory (symlinks

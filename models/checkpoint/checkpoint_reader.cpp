@@ -38,6 +38,16 @@ std::filesystem::path resolve_shard(const std::filesystem::path& dir, const std:
 
 }  // namespace
 
+std::filesystem::path contained_shard_path(const std::filesystem::path& dir, const std::filesystem::path& index_path,
+                                           const std::string& shard) {
+  std::error_code ec;
+  const std::filesystem::path real_dir = std::filesystem::canonical(dir, ec);
+  if (ec) {
+    throw Error(ErrorKind::Missing, fmt::format("{}: checkpoint directory not found", dir.string()));
+  }
+  return resolve_shard(dir, real_dir, index_path, shard);
+}
+
 CheckpointReader::CheckpointReader(const std::filesystem::path& dir) : dir_(dir) {
   std::error_code ec;
   const std::filesystem::path real_dir = std::filesystem::canonical(dir, ec);

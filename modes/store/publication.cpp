@@ -91,7 +91,9 @@ Publication::Publication(const Store& store, uint32_t version) {
   for (const auto& [name, shard] : index.weight_map) by_shard[shard].insert(name);
   for (const auto& [shard, names] : by_shard) {
     check_shard_path(index_path, shard);
-    SafetensorsFile file(dir / shard);  // Error(Truncated) while the shard is still being written
+    // Containment before opening: a link out of the store must be reported as such, not as whatever the
+    // foreign file's bytes look like as a header (and they must not be read at all).
+    SafetensorsFile file(contained_shard_path(dir, index_path, shard));  // Error(Truncated) while being written
     std::string where = fmt::format("publication {} shard '{}' ({})", version_string(version), shard,
                                     (dir / shard).string());
     check_shard(where, file, names, !is_full(), checksums_);

@@ -93,8 +93,9 @@ class PublicationWriter {
 
 /// An opened, validated publication. Construction throws wsb::Error: Missing (no such version), Format
 /// (metadata field wrong, checksum not 32 hex chars, unknown checksum/compression format, delta tensor not a
-/// 1-D U8), Mismatch (tensor names of header, checksum map and index disagree — each named), Truncated (a shard
-/// shorter than declared: not yet published), Lineage (metadata version != directory version).
+/// 1-D U8, a shard resolving outside the publication directory: checked before the shard is opened), Mismatch
+/// (tensor names of header, checksum map and index disagree — each named), Truncated (a shard shorter than
+/// declared: not yet published), Lineage (metadata version != directory version).
 /// FULL shards carry checksums too (same `__metadata__` map), so seeding can be verified.
 class Publication {
  public:
