@@ -4,7 +4,6 @@
 // exactly when the expert is routed to; the step is fast; mismatched inputs are rejected naming the storage.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -30,14 +29,6 @@ void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initiali
     for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
 }
-
-// Step budget of StepIsFast: loose for shared CI machines (typical optimized steps are well under 1 ms); Debug and
-// sanitizer builds run the same code 10-20 times slower.
-#if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
-constexpr double kStepBudgetMs = 50.0;
-#else
-constexpr double kStepBudgetMs = 5.0;
-#endif
 
 class MoeForward : public ::testing::TestWithParam<std::string> {
  protected:
@@ -197,21 +188,6 @@ TEST_P(MoeForward, WeightChangeShowsAtTheNextStep) {
   for (int e = 0; e < profile.dims.experts; ++e) mutate_element(bytes, spec, weight_element(spec, e, 0, 0));
   model->step(*seq, tokens[5], logits);
   EXPECT_NE(std::memcmp(logits.data(), before[5].data(), 512 * sizeof(float)), 0);
-}
-
-TEST_P(MoeForward, StepIsFast) {
-  RankImages images(profile, 1, lookup);
-  std::vector<RankStorageView> views = images.views();
-  auto model = make_forward(profile, images.layouts, views);
-  auto seq = model->new_sequence();
-  std::vector<float> logits;
-  const int steps = 200;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) model->step(*seq, i % 256, logits);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps;
-  std::printf("%s tp=1: %.3f ms per step over %d positions\n", GetParam().c_str(), ms, steps);
-  EXPECT_LT(ms, kStepBudgetMs);
 }
 
 TEST_P(MoeForward, RejectsMismatchedInputs) {
