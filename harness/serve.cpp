@@ -2,10 +2,12 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <fmt/format.h>
 
 #include <atomic>
+#include <optional>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -245,6 +247,12 @@ int serve(const ServeOptions& options) {
   Server server(options, engine);
   server.set_boot_phases(load.phases);
   httplib::Server& http = server.http();
+  // cpp-httplib's default options add SO_REUSEPORT, which lets a second server (a stale one, or a typo'd port)
+  // share this port and silently take part of a run's requests: keep SO_REUSEADDR (fast restarts) only.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+  });
   int port = options.port;
   if (port == 0) {
     port = http.bind_to_any_port(options.host);
@@ -258,14 +266,27 @@ int serve(const ServeOptions& options) {
                            options.engine.profile.id, options.engine.mode, version_string(options.version))
             << std::endl;
   std::atomic<bool> done{false};
+  // The first signal closes the listener and lets running requests finish; a long generation must not keep the
+  // process alive forever, so a second signal, or kStopGraceS after the first, ends it at once (exit 1).
+  constexpr double kStopGraceS = 10.0;
   std::thread watcher([&] {
     const timespec tick{0, 100'000'000};
+    std::optional<std::chrono::steady_clock::time_point> stopping;
+    std::thread stopper;
     while (!done) {
-      if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
-        http.stop();
-        return;
+      const bool signalled = sigtimedwait(&stop_signals, nullptr, &tick) > 0;
+      if (signalled && !stopping) {
+        stopping = std::chrono::steady_clock::now();
+        stopper = std::thread([&http] { http.stop(); });  // waits for running handlers
+      } else if (stopping && (signalled || std::chrono::steady_clock::now() - *stopping >
+                                               std::chrono::duration<double>(kStopGraceS))) {
+        std::cout << (signalled ? "wsbench serve: second stop signal with requests still running; exiting"
+                                : "wsbench serve: requests still running 10 s after the stop signal; exiting")
+                  << std::endl;
+        std::_Exit(1);
       }
     }
+    if (stopper.joinable()) stopper.join();
   });
   http.listen_after_bind();
   done = true;
