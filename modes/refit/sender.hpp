@@ -1,0 +1,33 @@
+#pragma once
+// Sender side of the refit mode (trainer simulator): sender rank r owns a shard (the weights TP rank r needs, in
+// the global weight order) and packs them, in order, into buckets of bucket_size_bytes: each entry carries
+// (name, dtype, shape, bytes) and starts at a kEntryAlignment-aligned offset; a bucket is closed when the next
+// weight would not fit. Buckets may mix dtypes. A weight larger than a bucket is refused (no splitting yet).
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "modes/refit/bucket.hpp"
+#include "modes/refit/transport.hpp"
+
+namespace wsb::refit {
+
+/// One weight of a sender shard: its spec and its bytes (spec.bytes() of them, borrowed).
+struct ShardWeight {
+  TensorSpec spec;
+  std::span<const uint8_t> bytes;
+};
+
+/// Bucket boundaries of `shard` for `bucket_size_bytes`: entries per bucket, in shard order, offsets aligned.
+/// Throws Error(Mismatch, "refit: rank R: weight 'W' ...") when a weight's byte span differs from its spec or a
+/// weight is larger than a bucket, and when bucket_size_bytes is 0.
+std::vector<std::vector<WireEntry>> plan_buckets(int rank, std::span<const ShardWeight> shard,
+                                                 uint64_t bucket_size_bytes);
+
+/// Packs `shard` into buckets of `bucket_size_bytes` and sends them on transport.sender(rank), then finish().
+/// Setup refuses a bucket size different from the transport's (check_bucket_sizes) before sending anything.
+/// On any error the channel is failed with the error text (so the receiver raises it, never waits) and the error
+/// rethrown.
+void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_size_bytes, Transport& transport);
+
+}  // namespace wsb::refit

@@ -1,0 +1,158 @@
+#include "modes/refit/stream_aligner.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "modes/refit/refit_error.hpp"
+
+namespace wsb::refit {
+
+std::vector<std::pair<DType, std::vector<size_t>>> AlignedBatch::dtype_groups(int rank) const {
+  std::vector<std::pair<DType, std::vector<size_t>>> groups;
+  const auto& views = payloads[static_cast<size_t>(rank)];
+  for (size_t k = 0; k < views.size(); ++k) {
+    const DType d = views[k].spec->dtype;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == d; });
+    if (it == groups.end()) {
+      groups.emplace_back(d, std::vector<size_t>{});
+      it = groups.end() - 1;
+    }
+    it->second.push_back(k);
+  }
+  return groups;
+}
+
+StreamAligner::StreamAligner(const RefitLayout& layout, Transport& transport, BufferPool& pool)
+    : layout_(layout), transport_(transport), pool_(pool) {
+  check_bucket_sizes(transport.bucket_size_bytes(), pool.buffer_bytes());
+  if (transport.ranks() != layout.ranks()) {
+    throw Error(ErrorKind::Mismatch, fmt::format("refit: transport has {} ranks, the engine layout {}",
+                                                 transport.ranks(), layout.ranks()));
+  }
+  if (pool.count() < static_cast<size_t>(layout.ranks())) {
+    throw Error(ErrorKind::Mismatch, fmt::format("refit: receive buffer pool has {} buffers, {} ranks need {}",
+                                                 pool.count(), layout.ranks(), layout.ranks()));
+  }
+  streams_.resize(static_cast<size_t>(layout.ranks()));
+  batch_.payloads.resize(streams_.size());
+}
+
+const AlignedBatch* StreamAligner::next() {
+  if (error_) throw *error_;
+  if (done_) return nullptr;
+  try {
+    return advance();
+  } catch (const Error& e) {
+    error_ = e;
+    for (auto& s : streams_) s.buffer.reset();
+    throw;
+  }
+}
+
+const AlignedBatch* StreamAligner::advance() {
+  if (started_) {
+    cursor_ = batch_.first_weight + batch_.names.size();
+    ++batch_.sequence;
+  }
+  const size_t n = layout_.weights();
+  for (int r = 0; r < ranks(); ++r) {
+    auto& s = streams_[static_cast<size_t>(r)];
+    if (s.received != cursor_) continue;  // queue not empty: keep its buffer, pull nothing
+    s.buffer.reset();                     // every weight of it delivered and released: recycle
+    s.entries.clear();
+    if (cursor_ < n) pull(r);
+  }
+  if (cursor_ == n) {
+    for (int r = 0; r < ranks(); ++r) confirm_end(r);
+    done_ = true;
+    batch_.names.clear();
+    for (auto& p : batch_.payloads) p.clear();
+    return nullptr;
+  }
+  size_t end = n;
+  for (const auto& s : streams_) end = std::min(end, s.received);
+  started_ = true;
+  batch_.first_weight = cursor_;
+  batch_.names.clear();
+  for (size_t i = cursor_; i < end; ++i) batch_.names.emplace_back(layout_.name(i));
+  for (int r = 0; r < ranks(); ++r) {
+    auto& s = streams_[static_cast<size_t>(r)];
+    auto& views = batch_.payloads[static_cast<size_t>(r)];
+    views.clear();
+    for (size_t i = cursor_; i < end; ++i) {
+      const WireEntry& e = s.entries[i - s.first_index];
+      views.push_back(WeightView{.spec = &e.spec, .bytes = s.buffer.span().subspan(e.offset, e.bytes)});
+      bytes_delivered_ += e.bytes;
+    }
+  }
+  ++batches_delivered_;
+  return &batch_;
+}
+
+void StreamAligner::pull(int rank) {
+  auto& s = streams_[static_cast<size_t>(rank)];
+  s.buffer = pool_.acquire();
+  ReceivedBatch rb = transport_.receiver(rank).receive(s.buffer.span());
+  ++s.batches;
+  if (rb.end) {
+    fail_rank(ErrorKind::Missing, rank,
+              fmt::format("stream ended after {} of {} weights; next expected weight '{}'", s.received,
+                          layout_.weights(), layout_.name(s.received)));
+  }
+  if (rb.entries.empty()) {
+    fail_rank(ErrorKind::Format, rank,
+              fmt::format("empty transport batch #{} (next expected weight '{}')", s.batches,
+                          layout_.name(s.received)));
+  }
+  s.first_index = s.received;
+  for (const auto& e : rb.entries) {
+    validate(rank, e, rb.payload_bytes);
+    ++s.received;
+  }
+  s.entries = std::move(rb.entries);
+}
+
+void StreamAligner::validate(int rank, const WireEntry& e, uint64_t payload_bytes) {
+  const size_t expected = streams_[static_cast<size_t>(rank)].received;
+  const std::string& name = e.spec.name;
+  const auto index = layout_.find(name);
+  if (!index) fail_rank(ErrorKind::Mismatch, rank, fmt::format("unknown weight '{}' (not in the engine layout)", name));
+  if (expected >= layout_.weights() || *index < expected) {
+    fail_rank(ErrorKind::Mismatch, rank, fmt::format("duplicate weight '{}' (already received)", name));
+  }
+  if (*index > expected) {
+    fail_rank(ErrorKind::Missing, rank,
+              fmt::format("weight '{}' missing (the stream has '{}' in its place)", layout_.name(expected), name));
+  }
+  const TensorSpec& want = layout_.spec(rank, expected);
+  if (e.spec.dtype != want.dtype) {
+    fail_rank(ErrorKind::Mismatch, rank,
+              fmt::format("weight '{}' has dtype {}, the engine layout expects {}", name, dtype_name(e.spec.dtype),
+                          dtype_name(want.dtype)));
+  }
+  if (e.spec.shape != want.shape) {
+    fail_rank(ErrorKind::Mismatch, rank,
+              fmt::format("weight '{}' has shape {}, the engine layout expects {}", name, shape_string(e.spec.shape),
+                          shape_string(want.shape)));
+  }
+  if (e.bytes != want.bytes() || e.offset > payload_bytes || e.bytes > payload_bytes - e.offset) {
+    fail_rank(ErrorKind::Format, rank,
+              fmt::format("weight '{}' declares {} B at offset {}, expected {} B inside the {} B received", name,
+                          e.bytes, e.offset, want.bytes(), payload_bytes));
+  }
+}
+
+void StreamAligner::confirm_end(int rank) {
+  auto& s = streams_[static_cast<size_t>(rank)];
+  s.buffer = pool_.acquire();
+  ReceivedBatch rb = transport_.receiver(rank).receive(s.buffer.span());
+  s.buffer.reset();
+  if (!rb.end) {
+    fail_rank(ErrorKind::Format, rank,
+              fmt::format("transport batch after the last weight (first entry '{}')",
+                          rb.entries.empty() ? std::string("<empty>") : rb.entries.front().spec.name));
+  }
+}
+
+}  // namespace wsb::refit

@@ -1,0 +1,57 @@
+#pragma once
+// Transport of the refit mode: one channel per rank from sender rank r (trainer) to receiver rank r (engine TP
+// rank r), carrying packed buckets in order. The interface is the seam for other transports: in-process threads
+// (inproc_transport.hpp, implemented), shared memory between processes on one host (next: a ring of
+// bucket_size_bytes slots per rank in a memfd/shm_open segment, entries in a slot header, futex or eventfd
+// signalling; receive() copies out of the slot into the pooled buffer, or lends the slot itself), and CUDA IPC
+// (sender exports device buckets with cudaIpcGetMemHandle, a different process imports them; receive() would then
+// fill device buffers). Sender and receiver endpoints are separate objects so each can live in its own process.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "modes/refit/bucket.hpp"
+
+namespace wsb::refit {
+
+/// Sending end of one rank's channel. Calls come from one thread (the sender rank).
+class SenderEndpoint {
+ public:
+  virtual ~SenderEndpoint() = default;
+  /// Queues one bucket (blocks while the channel is full: back-pressure, no unbounded buffering).
+  /// Throws Error(State) after finish() or fail(), Error(Mismatch) when the payload exceeds bucket_size_bytes.
+  virtual void send(Bucket bucket) = 0;
+  /// Ends the stream normally; the receiver sees ReceivedBatch{end = true} after the queued buckets.
+  virtual void finish() = 0;
+  /// Ends the stream with a failure; the receiver's next receive() throws Error(Io) quoting `message`.
+  virtual void fail(const std::string& message) noexcept = 0;
+};
+
+/// Receiving end of one rank's channel. Calls come from one thread at a time.
+class ReceiverEndpoint {
+ public:
+  virtual ~ReceiverEndpoint() = default;
+  /// Blocks for the next bucket and copies its payload into `into` (>= bucket_size_bytes). Returns end = true once
+  /// the sender finished and every bucket was received. Throws Error(Io) naming the rank when the sender failed,
+  /// Error(Mismatch) when `into` is smaller than the payload.
+  virtual ReceivedBatch receive(std::span<uint8_t> into) = 0;
+};
+
+/// A set of per-rank channels sharing one bucket size.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  /// Number of rank channels (= sender ranks = engine TP ranks).
+  virtual int ranks() const = 0;
+  /// Capacity of every bucket in bytes, fixed by the sender side at setup.
+  virtual uint64_t bucket_size_bytes() const = 0;
+  /// Endpoints of rank `rank` in [0, ranks()); they live as long as the transport.
+  virtual SenderEndpoint& sender(int rank) = 0;
+  virtual ReceiverEndpoint& receiver(int rank) = 0;
+};
+
+/// Setup handshake: throws Error(Mismatch, "refit: bucket_size_bytes mismatch: sender S B, receiver R B (both sides
+/// must use the same size)") unless the two sizes are equal; also refuses 0.
+void check_bucket_sizes(uint64_t sender_bytes, uint64_t receiver_bytes);
+
+}  // namespace wsb::refit
