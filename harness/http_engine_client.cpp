@@ -115,6 +115,7 @@ void HttpEngineClient::wait_healthy(double timeout_s) {
   const std::string endpoint = "GET /health";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::string last = "no answer";
+  bool answered = false;
   for (;;) {
     if (const std::string ended = process_->exit_description(); !ended.empty()) {
       throw Error(ErrorKind::Io, fmt::format("{}: the server process {} before it became healthy; log tail: {}",
@@ -128,7 +129,10 @@ void HttpEngineClient::wait_healthy(double timeout_s) {
     if (auto res = cli.Get("/health")) {
       if (res->status == 200) return;
       last = fmt::format("HTTP {}: {}", res->status, excerpt(res->body));
-    } else {
+      answered = true;
+    } else if (!answered) {
+      // Once the server has answered, a later silence is usually the deadline cutting the last poll short: the
+      // answer it gave says more about why it is not healthy.
       last = fmt::format("no answer ({})", httplib::to_string(res.error()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -122,9 +122,11 @@ TEST(HttpProfilerFaults, SlowHealthBeyondTheTimeoutFailsNamingHealth) {
 TEST(HttpProfilerFaults, NeverHealthyFailsNamingHealthAndItsAnswer) {
   test::TempDir dir;
   MatrixCell cell = http_cell("cpu", {"never-healthy"});
-  cell.server_ready_timeout_s = 1;
+  // Long enough for the server to boot and answer 503 even on a loaded 2-core CI machine (with 1 s it sometimes
+  // had not started listening, and the last answer was "no answer").
+  cell.server_ready_timeout_s = 5;
   EXPECT_EQ(trial_reason(run(cell, dir)),
-            "engine_answers: GET /health: the server did not become healthy within 1 s (last: HTTP 503: "
+            "engine_answers: GET /health: the server did not become healthy within 5 s (last: HTTP 503: "
             "{\"message\":\"fault never-healthy\",\"success\":false})");
 }
 
@@ -177,7 +179,7 @@ TEST(HttpMatrix, FailedServersFailTheirCellsTheMatrixGoesOnAndExitsNonZero) {
                     {"floor_bytes", 1 << 20}, {"server_ready_timeout_s", 30}}},
       {"cells", {{{"id", "dies"}, {"mode", "cpu"}, {"server_command", faulty("die-in-commit")}},
                  {{"id", "never-healthy"}, {"mode", "disk"}, {"server_command", faulty("never-healthy")},
-                  {"server_ready_timeout_s", 1}},
+                  {"server_ready_timeout_s", 5}},  // booted and answering 503 even on a loaded machine
                  {{"id", "good"}, {"mode", "disk"}}}}};
   const fs::path matrix_path = dir / "m.json";
   std::ofstream(matrix_path) << matrix.dump(2);
@@ -196,7 +198,7 @@ TEST(HttpMatrix, FailedServersFailTheirCellsTheMatrixGoesOnAndExitsNonZero) {
       << results["cells"][0]["reason"];
   EXPECT_EQ(results["cells"][1]["status"], "fail");
   EXPECT_EQ(results["cells"][1]["reason"],
-            "trial 0: engine_answers: GET /health: the server did not become healthy within 1 s (last: HTTP 503: "
+            "trial 0: engine_answers: GET /health: the server did not become healthy within 5 s (last: HTTP 503: "
             "{\"message\":\"fault never-healthy\",\"success\":false})");
   EXPECT_EQ(results["cells"][2]["status"], "pass") << results["cells"][2].dump(2);
   EXPECT_EQ(results["cells"][2]["engine"], "http");
