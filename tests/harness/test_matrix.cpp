@@ -213,8 +213,8 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     }
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"h200.json", "nightly-b300.json", "nightly-h100.json", "pin-check.json",
-                                             "smoke-cuda.json", "smoke.json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
+                                             "nightly-h100.json", "pin-check.json", "smoke-cuda.json", "smoke.json"}));
 }
 
 TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
@@ -249,6 +249,17 @@ TEST(Matrix, TheShippedMatricesLoad) {
   EXPECT_EQ(h200.cells[1].id, "llama-3.1-8b-bf16/cpu+device-delta/native/tp1");
   EXPECT_EQ(h200.cells[11].experts, 128);
   EXPECT_EQ(h200.cells[14].commit_strategy, "device-delta");
+  const auto x4 = load_matrix(dir / "h200-x4-glm45-air.json");  // issue 10: full-size GLM at TP 4, one GPU per rank
+  ASSERT_EQ(x4.cells.size(), 2u);
+  for (const auto& c : x4.cells) {
+    EXPECT_EQ(c.model, "glm-4.5-air-fp8") << c.id;
+    EXPECT_FALSE(c.scaled()) << c.id;
+    EXPECT_EQ(c.tp, 4) << c.id;
+    EXPECT_EQ(c.n, 2) << c.id;
+    EXPECT_TRUE(c.uses_cuda()) << c.id;
+  }
+  EXPECT_EQ(x4.cells[0].mode, "cpu");
+  EXPECT_EQ(x4.cells[1].mode, "disk");
 }
 
 }  // namespace
