@@ -8,6 +8,7 @@
 #include "engine/engine.hpp"
 #include "models/forward/forward.hpp"
 #include "modes/publisher/publisher.hpp"
+#include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -15,12 +16,7 @@ namespace {
 
 constexpr uint64_t kSeed = 7;
 
-struct Served {
-  uint32_t version;
-  std::vector<std::map<std::string, std::string>> checksums;
-  std::string fingerprint;
-  bool operator==(const Served&) const = default;
-};
+using test::Served;
 
 uint64_t phase_bytes(const std::vector<PhaseRecord>& phases, const std::string& name, int* count = nullptr) {
   uint64_t bytes = 0;
@@ -52,12 +48,7 @@ class DeviceDeltaCommit : public ::testing::TestWithParam<std::string> {
     engine->load_native(checkpoint, version);
     return engine;
   }
-  Served served(Engine& e) {
-    GenerateRequest r;
-    r.input_ids = tokenize_bytes("device delta probe");
-    r.max_new_tokens = 6;
-    return {e.weight_version(), e.storage_checksums(), fingerprint(e.generate(r))};
-  }
+  Served served(Engine& e) { return test::served(e, "device delta probe"); }
   Served native(uint32_t version) {
     const auto dir = dir_ / ("native" + std::to_string(version));
     write_full_checkpoint(test::tiny_profile(GetParam()), kSeed, version, density_, dir);

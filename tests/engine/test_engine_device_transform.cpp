@@ -10,6 +10,7 @@
 #include "models/layout/tp_layout.hpp"
 #include "models/transform/nvfp4.hpp"
 #include "tests/support/gpu_support.hpp"
+#include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -18,12 +19,7 @@ namespace {
 constexpr uint64_t kSeed = 7;
 const std::string kProfile = "kimi-tiny-nvfp4";
 
-struct Served {
-  uint32_t version;
-  std::vector<std::map<std::string, std::string>> checksums;
-  std::string fingerprint;
-  bool operator==(const Served&) const = default;
-};
+using test::Served;
 
 class DeviceTransformCommit : public ::testing::Test {
  protected:
@@ -39,12 +35,7 @@ class DeviceTransformCommit : public ::testing::Test {
     engine->load_native(checkpoint, version);
     return engine;
   }
-  Served served(Engine& e) {
-    GenerateRequest r;
-    r.input_ids = tokenize_bytes("device transform probe");
-    r.max_new_tokens = 6;
-    return {e.weight_version(), e.storage_checksums(), fingerprint(e.generate(r))};
-  }
+  Served served(Engine& e) { return test::served(e, "device transform probe"); }
   Served native(uint32_t version) {
     const auto dir = dir_ / ("native" + std::to_string(version));
     write_full_checkpoint(test::tiny_profile(kProfile), kSeed, version, std::nullopt, dir);
