@@ -66,10 +66,31 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
   staged_.clear();
 }
 
-void CpuMode::build_rank_images(PhaseLog& log) {
+std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vector<bool>& placed) {
+  std::vector<std::vector<Placement>> by_tensor(canonical_.size());
+  std::vector<RankImage>& images = sets_[prepared_set_];
+  size_t flat = 0;
+  for (size_t r = 0; r < images.size(); ++r) {
+    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s, ++flat) {
+      std::vector<FragmentRun> runs = fragment_runs(context_.layouts[r].storages[s]);
+      // Every fragment must name a canonical tensor of the size its shape implies; otherwise load_storage reports it.
+      const bool known = !runs.empty() && std::all_of(runs.begin(), runs.end(), [&](const FragmentRun& run) {
+        auto it = canonical_index_.find(run.canonical);
+        return it != canonical_index_.end() && canonical_[it->second].bytes() == run.canonical_bytes;
+      });
+      if (!known) continue;
+      for (FragmentRun& run : runs) {
+        by_tensor[canonical_index_.find(run.canonical)->second].push_back(Placement{images[r].storage(s), std::move(run)});
+      }
+      placed[flat] = true;
+    }
+  }
+  return by_tensor;
+}
+
+void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) {
   ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
   CanonicalLookup lookup = [this](const std::string& name) { return canonical_tensor(name); };
-  prepared_set_ = device_delta() && live_known_ ? 1 - live_set_ : live_set_;
   std::vector<RankImage>& images = sets_[prepared_set_];
   // Every (rank, storage, expert range) is independent: storages are disjoint, expert ranges of one storage write
   // disjoint bytes, and the canonical image is only read. A stacked-expert storage is split into ranges of about
@@ -81,9 +102,13 @@ void CpuMode::build_rank_images(PhaseLog& log) {
     uint64_t bytes;
   };
   std::vector<Item> items;
+  uint64_t built = 0;
+  size_t flat = 0;
   for (size_t r = 0; r < images.size(); ++r) {
-    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s) {
+    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s, ++flat) {
+      if (placed[flat]) continue;
       const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
+      built += spec.bytes();
       const int64_t slices = storage_slices(spec);
       const uint64_t slice_bytes = spec.bytes() / static_cast<uint64_t>(slices);
       const int64_t per = slices == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / std::max<uint64_t>(slice_bytes, 1)));
@@ -104,7 +129,7 @@ void CpuMode::build_rank_images(PhaseLog& log) {
           load_storage_slices(spec, lookup, images[it.rank].storage(it.storage), it.first, it.count);
         }
       });
-  for (const auto& image : images) phase.add_bytes(image.payload_bytes());
+  phase.add_bytes(built);
 }
 
 void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
@@ -114,6 +139,10 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
                                               version_string(canonical_version_), version_string(target),
                                               version_string(served)));
   }
+  prepared_set_ = device_delta() && live_known_ ? 1 - live_set_ : live_set_;
+  size_t storages = 0;
+  for (const auto& layout : context_.layouts) storages += layout.storages.size();
+  std::vector<bool> placed(storages, false);
   if (canonical_version_ < target) {
     Store store(context_.store);
     UpdatePlan plan;
@@ -139,14 +168,26 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
     }
     {
       ScopedPhase phase(log, "prepare.apply_verify", Floor::HostMemcpy);
+      // Plain-gather storages are written from each final chunk while it is in cache: one memory pass less than
+      // folding everything and then gathering it (prepare is memory-bound).
+      const auto placements = plan_placements(placed);
       std::vector<FoldUndo> undo(canonical_.size());
       std::unique_ptr<bool[]> folded(new bool[canonical_.size()]());
       try {
         run_largest_first(
             canonical_.size(), context_.threads, [&](size_t i) { return canonical_[i].bytes(); },
-            [&](size_t i) { fold_tensor(plan, canonical_[i], tensor_span(i), &undo[i]); }, folded.get());
+            [&](size_t i) {
+              const std::span<uint8_t> bytes = tensor_span(i);
+              const auto& targets = placements[i];
+              const FoldedRange place = [&](size_t from, size_t to) {
+                for (const Placement& p : targets) place_run_range(p.run, bytes, from, to, p.storage);
+              };
+              fold_tensor(plan, canonical_[i], bytes, &undo[i], targets.empty() ? FoldedRange{} : place);
+            },
+            folded.get());
       } catch (...) {
-        // Checksums are verified before anything is used: put every folded tensor back.
+        // Checksums are verified before anything is used: put every folded tensor back. The placed bytes stay in
+        // the image set being prepared, which nothing reads until images_version_ is set again.
         for (size_t i = 0; i < canonical_.size(); ++i) {
           if (folded[i]) unfold_tensor(plan, undo[i], tensor_span(i));
         }
@@ -158,7 +199,7 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
   }
   images_version_.reset();
   staged_.clear();
-  build_rank_images(log);
+  build_rank_images(log, placed);
   if (device_delta()) stage_device_delta(target, log);
   images_version_ = target;
 }

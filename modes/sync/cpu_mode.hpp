@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "models/layout/fragment_runs.hpp"
 #include "modes/sync/host_buffer.hpp"
 #include "modes/sync/rank_image.hpp"
 #include "modes/sync/sync_mode.hpp"
@@ -33,7 +34,16 @@ class CpuMode final : public SyncMode {
 
  private:
   std::span<uint8_t> tensor_span(size_t index);
-  void build_rank_images(PhaseLog& log);
+  /// Runs every storage of `placed` (flat index over ranks) not already written by the fold through the ordinary
+  /// loader into the prepared image set.
+  void build_rank_images(PhaseLog& log, const std::vector<bool>& placed);
+  /// Plain-gather storages of the image set about to be prepared, by canonical tensor: where the fold places
+  /// each final chunk. Sets `placed` for the storages it covers.
+  struct Placement {
+    std::span<uint8_t> storage;
+    FragmentRun run;
+  };
+  std::vector<std::vector<Placement>> plan_placements(std::vector<bool>& placed);
   /// device-delta: diffs the live image set against the new one, checks the live storages' digests and stages
   /// the sparse storages' changes (cpu_delta_commit.cpp). Leaves staged_ empty (full copy) when it cannot.
   void stage_device_delta(uint32_t target, PhaseLog& log);

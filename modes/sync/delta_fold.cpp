@@ -47,6 +47,11 @@ void revert_steps(const UpdatePlan& plan, FoldUndo& undo, std::span<uint8_t> byt
 }  // namespace
 
 void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo_out) {
+  fold_tensor(plan, spec, bytes, undo_out, FoldedRange{});
+}
+
+void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo_out,
+                 const FoldedRange& on_folded) {
   FoldUndo undo;
   undo.tensor = spec.name;
   undo.overwrite_inverse.resize(plan.steps.size());
@@ -59,8 +64,9 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
     size_t hashed = 0;
     const XorProgress on_final_chunk = [&](size_t upto) {
       hasher.update(bytes.subspan(hashed, upto - hashed));
-      hashed = upto;
       scanner.advance(bytes, upto);
+      if (on_folded) on_folded(hashed, upto);
+      hashed = upto;
     };
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const auto& step = *plan.steps[i];
@@ -85,6 +91,7 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
     // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would
     // still reach the engine, so the target codes are validated before anything live can see them.
     if (!fused || scanner.found()) check_codes(spec, bytes, fmt::format("publication {}", version_string(plan.to)));
+    if (!fused && on_folded && !bytes.empty()) on_folded(0, bytes.size());
   } catch (...) {
     revert_steps(plan, undo, bytes);
     throw;

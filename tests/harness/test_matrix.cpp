@@ -243,12 +243,18 @@ TEST(Matrix, TheShippedMatricesLoad) {
   ASSERT_EQ(cuda.cells.size(), 10u);
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
-  ASSERT_EQ(h200.cells.size(), 15u);
+  ASSERT_EQ(h200.cells.size(), 17u);
   EXPECT_EQ(h200.cells[0].model, "llama-3.1-8b-bf16");
   EXPECT_FALSE(h200.cells[0].scaled());  // full size
   EXPECT_EQ(h200.cells[1].id, "llama-3.1-8b-bf16/cpu+device-delta/native/tp1");
   EXPECT_EQ(h200.cells[11].experts, 128);
   EXPECT_EQ(h200.cells[14].commit_strategy, "device-delta");
+  // The dense pair (issue 9): everything moved, full copy against device-delta, same scale.
+  EXPECT_EQ(h200.cells[15].density, 1.0);
+  EXPECT_EQ(h200.cells[15].commit_strategy, "full");
+  EXPECT_EQ(h200.cells[16].density, 1.0);
+  EXPECT_EQ(h200.cells[16].commit_strategy, "device-delta");
+  EXPECT_EQ(h200.cells[16].layers, h200.cells[15].layers);
   const auto x4 = load_matrix(dir / "h200-x4-glm45-air.json");  // issue 10: full-size GLM at TP 4, one GPU per rank
   ASSERT_EQ(x4.cells.size(), 2u);
   for (const auto& c : x4.cells) {

@@ -1,0 +1,39 @@
+#pragma once
+// Where the bytes of each canonical tensor land in an untransformed runtime storage, so a producer of canonical
+// bytes (prepare's delta fold) can place each chunk into the rank images while the chunk is still in cache,
+// instead of a second pass over the whole canonical image.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/layout/tp_layout.hpp"
+
+namespace wsb {
+
+/// One fragment of a transform-"none" storage, as byte runs: for o in [0, outer), canonical bytes
+/// [src_first + o * stride, + block) go to storage bytes [dst_offset + o * block, + block) (the row-major slice
+/// rule of Fragment). All offsets and lengths in bytes.
+struct FragmentRun {
+  std::string canonical;         ///< canonical tensor name
+  uint64_t canonical_bytes = 0;  ///< bytes of the whole canonical tensor its shape implies
+  uint64_t src_first = 0;
+  uint64_t block = 0;
+  uint64_t stride = 0;
+  uint64_t outer = 0;
+  uint64_t dst_offset = 0;
+};
+
+/// The runs of every fragment of `spec` in gather order, or an empty vector when the storage is not a plain gather
+/// (transform other than "none", gathered shape differing from shape, or a fragment that load_storage would
+/// refuse): such storages go through load_storage, which reports the error. The runs of a returned storage cover
+/// each of its spec.bytes() bytes exactly once.
+std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec);
+
+/// Copies the part of canonical bytes [from, to) of run.canonical that `run` places into `storage` (the whole
+/// runtime storage). `canonical` is the whole canonical tensor; only its bytes [from, to) are read. Calling it for
+/// consecutive ranges that cover the tensor writes exactly what load_storage writes for this run.
+void place_run_range(const FragmentRun& run, std::span<const uint8_t> canonical, uint64_t from, uint64_t to,
+                     std::span<uint8_t> storage);
+
+}  // namespace wsb
