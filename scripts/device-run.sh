@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, after scripts/device-bundle.sh here.
 # Usage: scripts/device-run.sh STEP...   (default: tests physics smoke smoke-cuda interop bench)
-#   tests        every test executable (GoogleTest JSON per executable)
+#   tests        every test executable (GoogleTest JSON per executable); tests=REGEX: those whose name matches
 #   physics      wsbench physics (host memcpy, disk read, pinned H2D per chunk size)
 #   smoke        matrices/smoke.json (embedded CPU engine)
 #   smoke-cuda   matrices/smoke-cuda.json (CUDA backend)
+#   serve-cuda   matrices/serve-cuda.json (wsbench serve on the CUDA backend, driven over HTTP)
 #   interop      tests/interop/interop_check.py against torch + safetensors
 #   bench        every benchmark executable (Google Benchmark JSON)
 #   h200=REGEX   matrices/h200.json, cells whose id matches REGEX (results under h200/)
@@ -29,12 +30,14 @@ mkdir -p "$out/logs"
 run_step() {
   local step=$1
   case "$step" in
-    tests)
+    tests|tests=*)
       mkdir -p "$out/logs/gtest"
-      pass=0; fail=0
+      pass=0; fail=0; only=.
+      [[ "$step" == tests=* ]] && only=${step#tests=}
       for t in .carry/tests/test_*; do
         name=$(basename "$t")
         [[ "$name" == *.so* ]] && continue
+        [[ "$name" =~ $only ]] || continue
         if timeout 300 "$t" --gtest_output="json:$out/logs/gtest/$name.json" > "$out/logs/gtest/$name.log" 2>&1; then
           pass=$((pass+1)); else fail=$((fail+1)); echo "FAILED $name"; grep -E "^\[  FAILED|Failure|error" "$out/logs/gtest/$name.log" | head -8; fi
       done
@@ -42,6 +45,7 @@ run_step() {
     physics) .carry/wsbench physics --dir /tmp --bytes $((1<<30)) --threads 16 | tee "$out/logs/physics.txt" ;;
     smoke) .carry/wsbench run matrices/smoke.json --filter /native/ --out "$out/logs/smoke" > "$out/logs/smoke.txt" 2>&1; echo "smoke rc $?"; tail -30 "$out/logs/smoke.txt" ;;
     smoke-cuda) .carry/wsbench run matrices/smoke-cuda.json --out "$out/logs/smoke-cuda" > "$out/logs/smoke-cuda.txt" 2>&1; echo "smoke-cuda rc $?"; tail -40 "$out/logs/smoke-cuda.txt" ;;
+    serve-cuda) .carry/wsbench run matrices/serve-cuda.json --out "$out/logs/serve-cuda" > "$out/logs/serve-cuda.txt" 2>&1; echo "serve-cuda rc $?"; tail -40 "$out/logs/serve-cuda.txt" ;;
     interop) PYTHONUNBUFFERED=1 python3 tests/interop/interop_check.py --wsbench .carry/wsbench --profiles .carry/src/models/profiles --out "$out/logs/interop" > "$out/logs/interop.txt" 2>&1; echo "interop rc $?"; tail -25 "$out/logs/interop.txt" ;;
     bench)
       for b in .carry/bench/bench_*; do

@@ -214,7 +214,7 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
   }
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
-                                             "nightly-h100.json", "pin-check.json", "smoke-cuda.json", "smoke.json"}));
+                                             "nightly-h100.json", "pin-check.json", "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
 }
 
 TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
