@@ -20,7 +20,9 @@ source_dir=$(cat .carry/SOURCE_DIR)
 mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$PWD/.carry/src" "$source_dir"
 export WSBENCH_PROFILES=$PWD/.carry/src/models/profiles
 # Tests that run the real executable find it at the build machine's build/wsbench.
+# (The checkout may sit at that very path on the GPU machine, without the ignored build/: link it there too.)
 mkdir -p .carry/src/build && ln -sf "$PWD/.carry/wsbench" .carry/src/build/wsbench
+mkdir -p "$source_dir/build" && { [ -e "$source_dir/build/wsbench" ] || ln -sf "$PWD/.carry/wsbench" "$source_dir/build/wsbench"; }
 [ -f .carry/tests.tar.xz ] && [ ! -d .carry/tests ] && python3 -c "import tarfile; tarfile.open('.carry/tests.tar.xz').extractall('.carry')"
 export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv > "$out/gpu.csv" 2>&1
