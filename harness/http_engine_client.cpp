@@ -63,7 +63,7 @@ std::vector<std::string> server_command(const EngineLaunch& launch, const std::f
   const std::vector<std::pair<std::string, std::string>> values{
       {"{self}", spec.self.string()},
       {"{profiles}", std::filesystem::absolute(spec.profiles_dir).string()},
-      {"{model}", launch.profile.id},
+      {"{model}", std::string(base_profile_id(launch.profile.id))},  // the scale travels as {layers}, {experts}  // the scale travels as {layers}, {experts}
       {"{mode}", launch.mode},
       {"{tp}", std::to_string(launch.tp)},
       {"{store}", std::filesystem::absolute(launch.store).string()},

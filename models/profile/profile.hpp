@@ -108,5 +108,8 @@ ModelProfile profile_from_hf_dir(const std::filesystem::path& dir);
 /// stacked expert tensors (gpt_oss) shrink to the kept experts. Throws Error(Format) if a knob is out of range
 /// (layers in 1..layers, experts in top_k..experts) or the family has no experts.
 ModelProfile scale_profile(const ModelProfile& profile, const ProfileScale& scale);
+/// The id of the profile a (possibly scaled) profile id came from: everything before the first scaling suffix
+/// ("llama-3.1-8b-bf16@layers=4" -> "llama-3.1-8b-bf16"), for a command line that takes the base id plus knobs.
+std::string_view base_profile_id(std::string_view id);
 
 }  // namespace wsb

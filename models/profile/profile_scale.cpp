@@ -6,6 +6,8 @@
 
 namespace wsb {
 
+std::string_view base_profile_id(std::string_view id) { return id.substr(0, id.find('@')); }
+
 ModelProfile scale_profile(const ModelProfile& profile, const ProfileScale& scale) {
   ModelProfile out = profile;
   nlohmann::json record = nlohmann::json::object();

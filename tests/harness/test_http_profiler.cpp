@@ -95,6 +95,20 @@ TEST_P(HttpProfilerCell, PassesEveryCheckAgainstWsbenchServe) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, HttpProfilerCell, ::testing::Values("disk", "cpu"));
 
+TEST(HttpProfilerScaled, AScaledCellStartsServersOnTheBaseProfileWithItsScale) {
+  // {model} is the base id and the scale goes as --layers: a scaled id is no profile file the server could find.
+  test::TempDir dir;
+  MatrixCell cell = http_cell("cpu");
+  cell.layers = 1;
+  cell.id = "tiny/cpu/http/L1";
+  const json result = run(cell, dir);
+  ASSERT_EQ(result["status"], "pass") << result.dump(2);
+  ProfileScale scale;
+  scale.layers = 1;
+  const ModelProfile scaled = scale_profile(find_profile("llama-tiny-bf16", WSB_PROFILES_DIR), scale);
+  EXPECT_EQ(result["bytes"]["canonical"].get<uint64_t>(), scaled.canonical_bytes());
+}
+
 TEST(HttpProfilerFaults, ServerDyingMidCommitIsAFailedTrialWithTheReason) {
   test::TempDir dir;
   const std::string reason = trial_reason(run(http_cell("disk", {"die-in-commit"}), dir));
