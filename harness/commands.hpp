@@ -52,7 +52,7 @@ struct ServeArgs {
   int tp = 1;
   std::filesystem::path store;
   std::filesystem::path checkpoint;  ///< FULL checkpoint to boot from
-  uint32_t version = 0;              ///< its version
+  std::optional<uint32_t> version;   ///< its version; absent: the version its index records (0 if none)
   std::filesystem::path workdir;     ///< the mode's private files
   std::string host = "127.0.0.1";
   int port = 0;                      ///< 0: any free port (printed)

@@ -69,6 +69,18 @@ class Server {
     route("GET", "/wsbench/mode_memory", [this](const json&) { return api::mode_memory_json(engine_.mode().memory()); });
     route("GET", "/wsbench/boot_phases", [this](const json&) { return json{{"phases", api::phases_json(boot_phases_)}}; });
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
+    // cpp-httplib answers some requests itself (an unknown path: 404; a POST it cannot read a body from: 400) with
+    // an empty body: give those the same JSON error shape as every other answer, naming the request.
+    http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      const std::string why = res.status == 404 ? "no such endpoint"
+                              : req.method == "POST"
+                                  ? "refused before it reached the endpoint (a POST needs a Content-Length header "
+                                    "and a JSON body)"
+                                  : "refused before it reached the endpoint";
+      reply(res, res.status, api::error_json(fmt::format("{} {}: HTTP {}: {}", req.method, req.path, res.status, why),
+                                             ErrorKind::Format));
+    });
   }
 
   void set_boot_phases(std::vector<PhaseRecord> phases) { boot_phases_ = std::move(phases); }

@@ -4,7 +4,15 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "harness/http_engine_client.hpp"
@@ -42,6 +50,53 @@ class Serve : public ::testing::Test {
   httplib::Result post(const std::string& path, const std::string& body) {
     httplib::Client cli("127.0.0.1", port_);
     return cli.Post(path.c_str(), body, "application/json");
+  }
+
+  /// One request written as is (no client library adding headers), the whole answer read back.
+  std::string raw_request(const std::string& request) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      return "connect failed";
+    }
+    (void)!::write(fd, request.data(), request.size());
+    std::string answer;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+    return answer;
+  }
+
+  /// `wsbench serve` with this fixture's store and checkpoint plus `extra` arguments, run to its exit: the exit
+  /// status and stderr.
+  std::pair<int, std::string> serve_cli(const std::vector<std::string>& extra) {
+    EngineLaunch launch;
+    launch.profile = test::tiny_profile();
+    launch.tp = 2;
+    launch.store = dir_ / "store";
+    launch.workdir = dir_ / "work-cli";
+    launch.server.self = fs::path(WSB_BINARY_DIR) / "wsbench";
+    launch.server.profiles_dir = WSB_PROFILES_DIR;
+    std::vector<std::string> argv = server_command(launch, Store(dir_ / "store").update_dir(0), 0, 0);
+    // Drop the template's --version and --host so each test states its own.
+    for (const char* flag : {"--version", "--host"}) {
+      for (size_t i = 0; i + 1 < argv.size(); ++i) {
+        if (argv[i] == flag) argv.erase(argv.begin() + static_cast<std::ptrdiff_t>(i), argv.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      }
+    }
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::string line = "timeout 20 ";  // a server that wrongly starts must not hang the test
+    for (const auto& a : argv) line += "'" + a + "' ";
+    const fs::path err = dir_ / "cli.stderr";
+    const int rc = std::system((line + "</dev/null >/dev/null 2>'" + err.string() + "'").c_str());
+    std::ifstream in(err);
+    std::stringstream text;
+    text << in.rdbuf();
+    return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text.str()};
   }
 
   test::TempDir dir_;
@@ -98,6 +153,39 @@ TEST_F(Serve, BadRequestsNameTheEndpointAndField) {
   EXPECT_EQ(j["weight_version"], "000000");
   EXPECT_EQ(j["tp_size"], 2);
   EXPECT_EQ(j["wsbench"]["mode"], "cpu");
+}
+
+TEST_F(Serve, AnswersTheLibraryGivesItselfAreJsonNamingTheRequest) {
+  // No Content-Length on a POST, and a path with no endpoint: cpp-httplib answers these without a handler.
+  const std::string bodyless =
+      raw_request("POST /prepare_weight_update HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  const auto json_of = [](const std::string& answer) {
+    const auto at = answer.find("\r\n\r\n");
+    return at == std::string::npos ? json() : json::parse(answer.substr(at + 4), nullptr, false);
+  };
+  EXPECT_TRUE(bodyless.starts_with("HTTP/1.1 400")) << bodyless;
+  const json bodyless_json = json_of(bodyless);
+  ASSERT_TRUE(bodyless_json.is_object()) << bodyless;
+  EXPECT_EQ(bodyless_json["message"],
+            "POST /prepare_weight_update: HTTP 400: refused before it reached the endpoint (a POST needs a "
+            "Content-Length header and a JSON body)")
+      << bodyless;
+  const std::string unknown = raw_request("GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(unknown.starts_with("HTTP/1.1 404")) << unknown;
+  EXPECT_EQ(json_of(unknown)["message"], "GET /nope: HTTP 404: no such endpoint") << unknown;
+  EXPECT_EQ(client_->weight_version(), 0u);
+}
+
+TEST_F(Serve, RefusesANonLoopbackHostAndAVersionTheCheckpointDoesNotRecord) {
+  auto [rc, err] = serve_cli({"--host", "0.0.0.0", "--version", "0"});
+  EXPECT_EQ(rc, 2);
+  EXPECT_EQ(err, "wsbench: error (format): wsbench serve: --host '0.0.0.0' is not a loopback address (127.0.0.0/8, "
+                 "::1, localhost): the weight-update endpoints have no authentication\n");
+  std::tie(rc, err) = serve_cli({"--host", "127.0.0.1", "--version", "3"});
+  EXPECT_EQ(rc, 2);
+  const fs::path index = Store(dir_ / "store").update_dir(0) / "model.safetensors.index.json";
+  EXPECT_EQ(err, "wsbench: error (mismatch): wsbench serve: --version 3 but " + index.string() +
+                     " records version 000000\n");
 }
 
 TEST_F(Serve, SigtermStopsCleanly) {
