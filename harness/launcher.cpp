@@ -32,12 +32,14 @@ bool executable(const std::filesystem::path& p) {
 
 const std::map<std::string, Launcher>& builtin_launchers() {
   static const std::map<std::string, Launcher> launchers{
-      {"native", Launcher{"native", {kCellPlaceholder}, true, "", ""}},
+      {"native", Launcher{"native", {kCellPlaceholder}, true, "", true, "", ""}},
       {"gvisor",
        Launcher{"gvisor",
                 {"runsc", "--network=none", "do", "-force-overlay=false", kCellPlaceholder},
                 false,
                 "runsc has no GPU proxy here: CUDA is not reachable inside the gVisor sandbox",
+                false,
+                "runsc --network=none: a server inside the sandbox has no network the harness can reach",
                 "gVisor's runsc (Debian package 'runsc': apt-get install runsc, or scripts/install-deps.sh), run as "
                 "root"}},
   };
@@ -53,13 +55,19 @@ Launcher parse_launcher(const std::string& name, const nlohmann::json& j, const 
   const nlohmann::json* command = &j;
   if (j.is_object()) {
     for (const auto& [key, value] : j.items()) {
-      if (key != "command" && key != "gpu") fail(where, fmt::format("unknown field '{}' (command, gpu)", key));
+      if (key != "command" && key != "gpu" && key != "network")
+        fail(where, fmt::format("unknown field '{}' (command, gpu, network)", key));
     }
     if (!j.contains("command")) fail(where, "field 'command' is required");
     command = &j["command"];
     if (j.contains("gpu")) {
       if (!j["gpu"].is_boolean()) fail(where, fmt::format("field 'gpu' must be true or false, got {}", j["gpu"].dump()));
       l.gpu = j["gpu"].get<bool>();
+    }
+    if (j.contains("network")) {
+      if (!j["network"].is_boolean())
+        fail(where, fmt::format("field 'network' must be true or false, got {}", j["network"].dump()));
+      l.network = j["network"].get<bool>();
     }
   }
   if (!command->is_array() || command->empty()) {
@@ -77,6 +85,7 @@ Launcher parse_launcher(const std::string& name, const nlohmann::json& j, const 
   }
   if (l.command.front().empty()) fail(where, "the command's program (first element) is empty");
   if (!l.gpu) l.no_gpu_why = fmt::format("launcher '{}' does not declare GPU access (\"gpu\": true)", name);
+  if (!l.network) l.no_network_why = fmt::format("launcher '{}' declares no network (\"network\": false)", name);
   l.install = fmt::format("the program of launcher '{}'", name);
   return l;
 }

@@ -20,13 +20,17 @@ struct Launcher {
   std::vector<std::string> command;
   bool gpu = false;        ///< the started process can reach the host's CUDA devices
   std::string no_gpu_why;  ///< why not (reported as the reason a GPU cell is skipped)
+  /// A server the launcher starts can be reached on the host's loopback (engine "http" needs it).
+  bool network = true;
+  std::string no_network_why;  ///< why not (reported as the reason an http cell is skipped)
   std::string install;     ///< what to install when the command's program is missing
 };
 
 /// The built-in launchers by name: native, gvisor.
 const std::map<std::string, Launcher>& builtin_launchers();
 
-/// Parses one user launcher: either an array of strings (the command) or an object {"command": [...], "gpu": bool}.
+/// Parses one user launcher: either an array of strings (the command) or an object {"command": [...], "gpu": bool,
+/// "network": bool} ("gpu" defaults to false, "network" to true).
 /// Throws Error(Format) naming `where` and the field: not an array of strings, no or several "{cell}" elements,
 /// an empty program, unknown fields, a built-in name.
 Launcher parse_launcher(const std::string& name, const nlohmann::json& j, const std::string& where);

@@ -46,6 +46,10 @@ std::vector<std::string> cell_command(const MatrixCell& cell, const Launcher& la
 }
 
 std::string skip_reason(const MatrixCell& cell, const Launcher& launcher) {
+  if (cell.uses_http() && !launcher.network) {
+    return fmt::format("engine 'http' reaches its servers over loopback; runtime '{}' gives them no network ({})",
+                       launcher.name, launcher.no_network_why);
+  }
   if (!cell.uses_cuda() || launcher.gpu) return "";
   return fmt::format("engine '{}' needs a GPU; runtime '{}' gives the cell none ({})", cell.engine, launcher.name,
                      launcher.no_gpu_why);

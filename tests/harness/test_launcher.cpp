@@ -98,6 +98,23 @@ TEST(Launcher, GpuCellsAreSkippedUnderLaunchersWithoutGpu) {
   EXPECT_EQ(skip_reason(cuda, gpu), "");
 }
 
+TEST(Launcher, HttpCellsAreSkippedUnderLaunchersWithoutNetwork) {
+  MatrixCell http;
+  http.engine = "http";
+  EXPECT_EQ(skip_reason(http, builtin_launchers().at("gvisor")),
+            "engine 'http' reaches its servers over loopback; runtime 'gvisor' gives them no network (runsc "
+            "--network=none: a server inside the sandbox has no network the harness can reach)");
+  EXPECT_EQ(skip_reason(http, builtin_launchers().at("native")), "");
+  const Launcher closed =
+      parse_launcher("c", nlohmann::json::parse(R"({"command": ["env", "{cell}"], "network": false})"), "m.json");
+  EXPECT_EQ(skip_reason(http, closed), "engine 'http' reaches its servers over loopback; runtime 'c' gives them no "
+                                       "network (launcher 'c' declares no network (\"network\": false))");
+  const Launcher open = parse_launcher("o", nlohmann::json::parse(R"(["env", "{cell}"])"), "m.json");
+  EXPECT_EQ(skip_reason(http, open), "");  // "network" defaults to true
+  EXPECT_THROW(parse_launcher("x", nlohmann::json::parse(R"({"command": ["env", "{cell}"], "network": 1})"), "m.json"),
+               Error);
+}
+
 TEST(Launcher, CellCommandRunsTheCellThroughTheLauncher) {
   Matrix m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "launchers": {"e": ["env", "A=1", "{cell}"]},
       "cells": [{"model": "llama-tiny-bf16", "mode": "cpu", "runtime": "e"}]})"),

@@ -127,7 +127,7 @@ TEST(Matrix, RuntimeAndLauncherErrorsNameCellAndField) {
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": {"command": ["docker", "{cell}"], "gpu": "yes"}}, "cells": [{"model": "a", "mode": "cpu"}]})")),
             "m.json: launcher 'd': field 'gpu' must be true or false, got \"yes\"");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"d": {"cmd": ["{cell}"]}}, "cells": [{"model": "a", "mode": "cpu"}]})")),
-            "m.json: launcher 'd': unknown field 'cmd' (command, gpu)");
+            "m.json: launcher 'd': unknown field 'cmd' (command, gpu, network)");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launchers": {"gvisor": ["runsc", "do", "{cell}"]}, "cells": [{"model": "a", "mode": "cpu"}]})")),
             "m.json: launcher 'gvisor': is built in and cannot be redefined");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "launcher": {}, "cells": [{"model": "a", "mode": "cpu"}]})")),
