@@ -243,6 +243,20 @@ void payload_corpora() {
         seed("near_" + std::to_string(size) + "_corrupt", static_cast<uint32_t>(size), flipped);
       }
     }
+    // Hand-built frames of 3 RLE blocks (384 KiB) with a Window_Descriptor at and just beyond zstd's default
+    // decoder limit of 2^27: the one-shot and streaming decoders once disagreed on the second.
+    for (auto [name, window] : {std::pair{"valid_window_at_limit", uint8_t{17 << 3}},
+                                std::pair{"near_window_beyond_limit", uint8_t{17 << 3 | 1}}}) {
+      const uint32_t block = 128 * 1024;
+      Bytes frame{0x28, 0xB5, 0x2F, 0xFD, 0x80, window};
+      frame = concat(frame, le_u32(3 * block));
+      for (uint32_t i = 0; i < 3; ++i) {
+        Bytes header = le_u32(block << 3 | 1u << 1 | (i == 2 ? 1u : 0u));  // RLE block, Last_Block on the third
+        header.back() = 'A';  // 3 header bytes, then the RLE byte
+        frame = concat(frame, header);
+      }
+      seed(name, 3 * block, frame);
+    }
     // A bomb: 64 MiB of zeros compress to a few KiB, declared to a small tensor.
     seed("near_bomb", 4096, wsb::zstd_compress(Bytes(size_t{64} << 20, 0), 3));
     seed("near_not_zstd", 16, Bytes{'n', 'o', 't', ' ', 'z', 's', 't', 'd'});
