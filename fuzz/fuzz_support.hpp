@@ -31,15 +31,17 @@ inline void require(bool ok, const std::string& what) {
 }
 
 /// Runs `body`. Returns true when it completed, false when it threw a wsb::Error of one of the `allowed` kinds
-/// (the documented refusal); any other outcome is a finding.
+/// (the documented refusal, whose message goes to `message` when given); any other outcome is a finding.
 template <class Body>
-bool only_documented_errors(std::initializer_list<ErrorKind> allowed, Body&& body) {
+bool only_documented_errors(std::initializer_list<ErrorKind> allowed, Body&& body, std::string* message = nullptr) {
   try {
     body();
     return true;
   } catch (const Error& e) {
     for (ErrorKind kind : allowed) {
-      if (e.kind() == kind) return false;
+      if (e.kind() != kind) continue;
+      if (message != nullptr) *message = e.what();
+      return false;
     }
     finding(std::string("wsb::Error of undocumented kind ") + error_kind_name(e.kind()) + ": " + e.what());
   } catch (const std::exception& e) {

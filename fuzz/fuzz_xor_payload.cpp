@@ -3,8 +3,8 @@
 // concatenated frame, or a size lie must end in Error(Format) with the tensor untouched (failure kind 2).
 // Input: u32 little-endian tensor size (taken modulo kMaxTensorBytes + 1, so memory stays bounded while a frame
 // can still declare far more than the tensor), then the payload. Checked: only Error(Format); on refusal the
-// tensor bytes are exactly as before; both decoders accept the same payloads and agree on the result; progress
-// is increasing and reaches the size; applying twice restores the tensor.
+// tensor bytes are exactly as before; both decoders apply the same rules and agree on the result; progress is
+// increasing and reaches the size; applying twice restores the tensor.
 #include <sanitizer/asan_interface.h>
 
 #include <cstring>
@@ -18,6 +18,16 @@
 namespace {
 
 constexpr size_t kMaxTensorBytes = size_t{1} << 20;
+
+/// zstd promises to survive corrupt blocks safely, not to detect them identically in its one-shot and buffered
+/// streaming decoders (facebook/zstd#3151: e.g. a block decoding to more than 128 KiB passes one-shot). Such a
+/// payload cannot commit garbage either way: prepare verifies the target checksum after applying. So the two
+/// decoders may disagree when the refusal is zstd reporting corruption inside the frame; a disagreement on
+/// wsbench's own rules (sizes, window, framing, trailing bytes) stays a finding.
+bool zstd_reported_corruption(const std::string& message) {
+  return message.find("corrupt zstd frame") != std::string::npos &&
+         message.find("too much memory") == std::string::npos;
+}
 
 /// The tensor's bytes before the update, a fixed non-uniform pattern so a wrong restore cannot go unnoticed.
 const std::vector<uint8_t>& base_pattern() {
@@ -57,8 +67,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
     progress_ok = progress_ok && upto > last_progress && upto <= size;
     last_progress = upto;
   };
+  std::string apply_error;
   const bool applied = only_documented_errors(
-      {wsb::ErrorKind::Format}, [&] { wsb::apply_xor_payload(payload, tensor, "t", progress); });
+      {wsb::ErrorKind::Format}, [&] { wsb::apply_xor_payload(payload, tensor, "t", progress); }, &apply_error);
   require(progress_ok, "progress not strictly increasing within the tensor");
   require(header_matches || !applied, "apply_xor_payload accepted a frame not declaring the tensor size");
   if (!applied) {
@@ -69,15 +80,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   }
 
   wsb::DecodedDelta decoded;
+  std::string decode_error;
   const bool decodes = only_documented_errors(
-      {wsb::ErrorKind::Format}, [&] { decoded = wsb::decode_delta(wsb::DeltaEncoding::Xor, payload, size, "t"); });
-  require(decodes == applied, applied ? "apply_xor_payload accepted a payload decode_delta refuses"
-                                      : "decode_delta accepted a payload apply_xor_payload refuses");
+      {wsb::ErrorKind::Format}, [&] { decoded = wsb::decode_delta(wsb::DeltaEncoding::Xor, payload, size, "t"); },
+      &decode_error);
+  if (decodes != applied) {
+    require(zstd_reported_corruption(applied ? decode_error : apply_error),
+            applied ? "apply_xor_payload accepted a payload decode_delta refuses: " + decode_error
+                    : "decode_delta accepted a payload apply_xor_payload refuses: " + apply_error);
+  }
   if (applied) {
-    require(decoded.mask.size() == size, "decoded mask length differs from the tensor");
-    for (size_t i = 0; i < size; ++i) {
-      if ((before[i] ^ decoded.mask[i]) != tensor[i]) require(false, "apply and decode disagree on the result");
+    if (decodes) {
+      require(decoded.mask.size() == size, "decoded mask length differs from the tensor");
+      for (size_t i = 0; i < size; ++i) {
+        if ((before[i] ^ decoded.mask[i]) != tensor[i]) require(false, "apply and decode disagree on the result");
+      }
     }
+    // Also puts the shared buffer back to the base pattern for the next input.
     require(only_documented_errors({}, [&] { wsb::apply_xor_payload(payload, tensor, "t"); }),
             "a payload applied once is refused the second time");
     require(std::memcmp(tensor.data(), before.data(), size) == 0, "applying an xor payload twice is no identity");
