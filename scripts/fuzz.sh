@@ -18,7 +18,7 @@ if command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-# -O1 with line tables: symbolized reports at a third less compile time than -O2 -g; NDEBUG stays unset so
+# -O1 with line tables: symbolized reports at a fifth less compile time than -O2 -g; NDEBUG stays unset so
 # nlohmann's internal assertions fire. CMAKE_CUDA_COMPILER set empty skips check_language(CUDA).
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DWSB_FUZZ=ON -DWSBENCH_TESTS=OFF -DWSBENCH_BENCH=OFF \
   -DCMAKE_CUDA_COMPILER= -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
