@@ -16,7 +16,7 @@ struct StrictJson {
 };
 
 /// Parses `text`. `context` prefixes every message, e.g. "<path>: header". Throws Error(Format) on invalid
-/// JSON ("invalid JSON"), invalid UTF-8 ("invalid UTF-8"), a duplicate key at any depth ("duplicate key 'k'"),
+/// JSON, a number beyond double's range included ("invalid JSON"), invalid UTF-8 ("invalid UTF-8"), a duplicate key at any depth ("duplicate key 'k'"),
 /// or nesting deeper than `max_depth` (bounds memory on hostile input).
 StrictJson parse_strict_json(std::string_view text, const std::string& context, int max_depth);
 

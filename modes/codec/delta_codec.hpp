@@ -33,7 +33,8 @@ std::vector<uint8_t> encode_delta(DeltaEncoding encoding, std::span<const uint8_
 
 /// Decompresses and validates a payload against the tensor size. Throws Error(Format) naming `tensor` and the
 /// reason: mask length != size, count larger than the payload, positions unsorted / duplicated / out of range,
-/// trailing bytes, decompressed size beyond the bound (overwrite: 4 + 5 * tensor_bytes).
+/// trailing bytes, decompressed size beyond the bound (overwrite: 4 + 5 * tensor_bytes), a zstd window beyond
+/// 128 MiB (zstd_declared_size).
 /// (The prepare path applies xor payloads with apply_xor_payload, which streams; this materializes the mask.)
 DecodedDelta decode_delta(DeltaEncoding encoding, std::span<const uint8_t> payload, uint64_t tensor_bytes,
                           const std::string& tensor);

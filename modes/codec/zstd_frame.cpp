@@ -20,6 +20,20 @@ struct DCtxDeleter {
 
 // Output grows by this much at a time, so a frame that lies about its size costs at most one step extra.
 constexpr size_t kGrowStep = size_t{1} << 20;
+// zstd's default decoder window limit (ZSTD_WINDOWLOG_LIMIT_DEFAULT = 27, in zstd.h's experimental section).
+// Its streaming decoder enforces it, its one-shot decoder does not, so apply_xor_payload refused mid-stream
+// ("corrupt zstd frame") what decode_delta accepted; checking it in the header gives every decoder one rule.
+constexpr uint64_t kMaxWindowBytes = uint64_t{1} << 27;
+
+/// Window size a frame header asks for (RFC 8878 section 3.1.1.1): Frame_Content_Size for a single-segment
+/// frame, otherwise from Window_Descriptor. `frame` holds a complete header (the content size was read).
+uint64_t frame_window_size(std::span<const uint8_t> frame, uint64_t content_size) {
+  const uint8_t descriptor = frame[4];
+  if (descriptor & 0x20) return content_size;  // Single_Segment_flag
+  const uint8_t window = frame[5];
+  const uint64_t base = uint64_t{1} << (10 + (window >> 3));
+  return base + base / 8 * (window & 7);
+}
 
 /// Checks the magic number and returns the declared content size (RFC 8878 section 3.1.1).
 uint64_t declared_content_size(std::span<const uint8_t> frame, const std::string& what) {
@@ -39,6 +53,12 @@ uint64_t declared_content_size(std::span<const uint8_t> frame, const std::string
   }
   if (declared == ZSTD_CONTENTSIZE_UNKNOWN) {
     throw Error(ErrorKind::Format, fmt::format("{}: zstd frame does not declare its content size", what));
+  }
+  const uint64_t window = frame_window_size(frame, declared);
+  if (window > kMaxWindowBytes) {
+    throw Error(ErrorKind::Format, fmt::format("{}: zstd frame window of {} bytes exceeds the decoder limit of {} "
+                                               "bytes (windowLog 27)",
+                                               what, window, kMaxWindowBytes));
   }
   return declared;
 }

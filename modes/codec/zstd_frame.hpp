@@ -33,12 +33,13 @@ class ZstdFrameEncoder {
 };
 
 /// Content size declared by the frame header. Throws Error(Format) naming `what` when the input does not start
-/// with a zstd frame header or the header declares no content size. Reads only the header (nothing allocated).
+/// with a zstd frame header, the header declares no content size, or it asks for a window beyond 128 MiB
+/// (zstd's default decoder limit; every decoder below refuses such a frame). Reads only the header.
 uint64_t zstd_declared_size(std::span<const uint8_t> frame, const std::string& what);
 
 /// Decompresses one frame into exactly `out.size()` bytes. Throws Error(Format) naming `what` when the input is
-/// not a zstd frame, the declared content size is absent or differs from out.size(), the frame is truncated or
-/// corrupt, or bytes follow the frame.
+/// not a zstd frame, the declared content size is absent or differs from out.size(), the window exceeds 128 MiB,
+/// the frame is truncated or corrupt, or bytes follow the frame.
 void zstd_decompress_exact(std::span<const uint8_t> frame, std::span<uint8_t> out, const std::string& what);
 
 /// Decompresses one frame whose size is not known in advance, refusing (Error(Format), naming `what`) any frame

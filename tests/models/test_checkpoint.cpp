@@ -252,6 +252,17 @@ TEST(CheckpointIndex, MalformedIndexes) {
         {path.string(), "duplicate key 'a' in 'weight_map'"});
   check(R"({"weight_map":{"a":"../s.safetensors"}})", ErrorKind::Format, {"shard path '../s.safetensors'"});
   check(R"({"weight_map":)", ErrorKind::Format, {path.string(), "invalid JSON"});
+  // Regression (fuzzing; the index shares the header's strict JSON parser): an out-of-range number escaped as
+  // nlohmann's out_of_range instead of Error(Format).
+  write_bytes(path, R"({"metadata":{"total_parameters":-1e999},"weight_map":{}})");
+  try {
+    read_checkpoint_index(path);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    EXPECT_EQ(std::string(e.what()), path.string() + ": invalid JSON: [json.exception.out_of_range.406] number "
+                                                      "overflow parsing '-1e999'");
+  }
   expect_error([&] { read_checkpoint_index(dir / "absent.json"); }, ErrorKind::Missing, {"absent.json"});
 }
 

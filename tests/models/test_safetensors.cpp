@@ -264,6 +264,20 @@ TEST_F(SafetensorsMalformed, BadJson) {
   expect(ErrorKind::Format, {"header: invalid JSON"});
 }
 
+// Regression (fuzz/fuzz_safetensors_header): nlohmann refuses such a number with out_of_range, not parse_error,
+// which escaped as a non-wsb exception.
+TEST_F(SafetensorsMalformed, NumberBeyondDoubleRangeIsFormat) {
+  write(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1e400]}})", 1);
+  try {
+    SafetensorsFile f(path_);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    EXPECT_EQ(std::string(e.what()), path_.string() + ": header: invalid JSON: [json.exception.out_of_range.406] "
+                                                       "number overflow parsing '1e400'");
+  }
+}
+
 TEST_F(SafetensorsMalformed, RootNotObject) {
   write("[1, 2]", 0);
   expect(ErrorKind::Format, {"header: root is not a JSON object"});

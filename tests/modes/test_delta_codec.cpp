@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "models/core/errors.hpp"
 #include "modes/codec/delta_codec.hpp"
+#include "modes/codec/xor_stream.hpp"
 #include "modes/codec/zstd_frame.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -288,6 +290,59 @@ TEST(DeltaCodec, BombDeclaringOneTerabyteFailsFast) {
                {"bomb payload", "beyond the bound of 1073741824"});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 0.5);
+}
+
+/// A hand-built frame (RFC 8878) of `blocks` RLE blocks of 128 KiB each ('A'): Single_Segment = 0, Window_Descriptor
+/// `window`, 4-byte Frame_Content_Size. Big enough that streaming decoding cannot finish in one output chunk.
+Bytes rle_frame(uint8_t window, int blocks) {
+  const uint32_t block = 128 * 1024;
+  const uint32_t content = block * static_cast<uint32_t>(blocks);
+  Bytes f{0x28, 0xB5, 0x2F, 0xFD, 0x80, window};
+  for (int b = 0; b < 4; ++b) f.push_back(static_cast<uint8_t>(content >> (8 * b)));
+  for (int i = 0; i < blocks; ++i) {
+    const uint32_t header = block << 3 | 1u << 1 | (i + 1 == blocks ? 1u : 0u);  // Block_Type = RLE
+    f.insert(f.end(), {static_cast<uint8_t>(header), static_cast<uint8_t>(header >> 8),
+                       static_cast<uint8_t>(header >> 16), 'A'});
+  }
+  return f;
+}
+
+// Regression (fuzz/fuzz_xor_payload, whose check that both xor decoders accept the same payloads caught it): a
+// frame asking for a window beyond zstd's default decoder limit of 2^27 decoded one-shot in decode_delta but was
+// refused mid-stream by apply_xor_payload as a "corrupt zstd frame". Every decoder now refuses it from the header.
+TEST(DeltaCodec, FrameWindowBeyondDecoderLimitRefusedByEveryDecoder) {
+  const size_t size = 3 * 128 * 1024;
+  const Bytes at_limit = rle_frame(17 << 3, 3);     // 2^(10+17) = 128 MiB
+  const Bytes beyond = rle_frame(17 << 3 | 1, 3);   // 128 MiB + 16 MiB
+  const Bytes base(size, 0x01);
+  Bytes data = base;
+  apply_xor_payload(at_limit, data, "w");
+  EXPECT_EQ(data, Bytes(size, 0x01 ^ 'A'));
+  EXPECT_EQ(decode_delta(DeltaEncoding::Xor, at_limit, size, "w").mask, Bytes(size, 'A'));
+
+  const std::string limit = "zstd frame window of 150994944 bytes exceeds the decoder limit of 134217728 bytes "
+                            "(windowLog 27)";
+  auto expect_message = [&](const std::function<void()>& fn, const std::string& message) {
+    try {
+      fn();
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Format);
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  };
+  data = base;
+  expect_message([&] { apply_xor_payload(beyond, data, "w"); }, "xor mask of tensor 'w': " + limit);
+  EXPECT_EQ(data, base);
+  expect_message([&] { decode_delta(DeltaEncoding::Xor, beyond, size, "w"); }, "xor mask of tensor 'w': " + limit);
+  expect_message([&] { decode_delta(DeltaEncoding::Overwrite, beyond, size, "w"); },
+                 "overwrite delta of tensor 'w': " + limit);
+  // A single-segment frame's window is its content size.
+  Bytes single{0x28, 0xB5, 0x2F, 0xFD, 0xA0};  // FCS 4 bytes, Single_Segment
+  for (uint32_t v = (1u << 27) + 1, b = 0; b < 4; ++b) single.push_back(static_cast<uint8_t>(v >> (8 * b)));
+  single.insert(single.end(), {0x01, 0x00, 0x00});
+  expect_message([&] { zstd_declared_size(single, "p"); },
+                 "p: zstd frame window of 134217729 bytes exceeds the decoder limit of 134217728 bytes (windowLog 27)");
 }
 
 TEST(DeltaCodec, FrameEncoderPiecesAndPledge) {
