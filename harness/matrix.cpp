@@ -235,7 +235,7 @@ Matrix load_matrix(const std::filesystem::path& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number beyond double
     fail(path.string(), fmt::format("invalid JSON: {}", e.what()));
   }
   Matrix m = parse_matrix(j, path.string());

@@ -107,7 +107,7 @@ class Server {
       if (!req.body.empty()) {
         try {
           body = json::parse(req.body);
-        } catch (const json::parse_error& e) {
+        } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e999)
           reply(res, 400, api::error_json(fmt::format("{}: request body is not JSON: {}", endpoint, e.what()),
                                           ErrorKind::Format));
           return;

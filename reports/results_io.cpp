@@ -23,7 +23,7 @@ Results load_results(const std::filesystem::path& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number beyond double
     throw std::runtime_error(fmt::format("{}: not valid JSON: {}", name, e.what()));
   }
   try {

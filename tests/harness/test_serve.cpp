@@ -135,6 +135,10 @@ TEST_F(Serve, BadRequestsNameTheEndpointAndField) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   EXPECT_EQ(json::parse(res->body)["error_kind"], "format");
+  res = post("/generate", "1e999");  // beyond double: the JSON library's out_of_range, still the client's error
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(json::parse(res->body)["error_kind"], "format");
   res = post("/prepare_weight_update", R"({"checkpoint_source_dir": "/elsewhere", "target_version": 1})");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
