@@ -69,6 +69,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
   SyncContext context{options_.profile, layouts_, options_.store, options_.workdir, options_.prepare_threads};
   context.pinner = pinner_;
   context.commit_strategy = options_.commit_strategy;
+  context.fault_hook = options_.fault_hook;
   context.live = device_transforms_ ? static_cast<StorageTarget*>(device_transforms_.get()) : storages_.get();
   mode_ = make_sync_mode(options_.mode, std::move(context));
   state_ = std::make_unique<SyncStateMachine>(0);
@@ -361,7 +362,8 @@ CommitReport Engine::commit(uint32_t target) {
   }
   cv_.notify_all();
   if (!failure.empty()) {
-    fail_all(failure);
+    // Queued requests get the error every later request gets (generate's and the scheduler's), not a second form.
+    fail_all("engine stopped serving: " + failure);
     throw Error(ErrorKind::Fatal, failure);
   }
   report.seconds = steady_seconds() - start;

@@ -49,6 +49,9 @@ struct EngineOptions {
   /// device.delta_staging_bytes per device (cuda), or on the cpu backend that many host bytes (0: a quarter of the
   /// storages' bytes).
   std::string commit_strategy = "full";
+  /// Crash and resource tests, and `wsbench serve --fault`, only: called at every fault site of prepare and commit
+  /// (modes/sync/fault_point.hpp). A throw at a commit site is fatal for the engine, as any failure after mutation.
+  FaultHook fault_hook{};
 };
 
 /// Result of a native load (boot).

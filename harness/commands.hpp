@@ -65,6 +65,23 @@ struct ServeArgs {
 /// `wsbench serve`: the embedded engine as an HTTP server (harness/serve.hpp) until SIGTERM/SIGINT; 0 then.
 int cmd_serve(const std::filesystem::path& profiles_dir, const ServeArgs& args);
 
+struct SoakArgs {
+  std::string model = "llama-tiny-bf16";
+  int tp = 2;
+  int cycles = 100;
+  int warmup = 10;
+  std::string max_deviation = "2%";  ///< "2%" or a fraction "0.02"
+  uint64_t seed = 0;
+  std::string encoding = "xor";
+  int prepare_threads = 2;
+  std::filesystem::path workdir;   ///< empty: a fresh folder under the temp dir, removed afterwards
+  bool keep_workdir = false;       ///< keep that fresh folder
+  std::filesystem::path json;      ///< every cycle's readings and the figures; empty: none
+};
+/// `wsbench soak` (harness/soak.hpp): the figures and tables on stdout, progress on stderr; 0 when every update was
+/// exact and every judged resource stayed flat, 1 otherwise.
+int cmd_soak(const std::filesystem::path& profiles_dir, const SoakArgs& args);
+
 /// `wsbench physics`: the floors of this machine (host memcpy, disk read of `dir`).
 int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads);
 

@@ -49,6 +49,15 @@ bool same_path(const std::filesystem::path& a, const std::filesystem::path& b) {
   return !ec1 && !ec2 ? ca == cb : a == b;
 }
 
+/// The hook of --fault fail-in-commit: `rank` fails once its first storage is written, every later commit too.
+FaultHook fail_in_commit_hook(int rank) {
+  return [rank](const FaultSite& site) {
+    if (site.point != FaultPoint::CommitStorageWritten || site.rank != rank || site.index != 0) return;
+    throw Error(ErrorKind::Io, fmt::format("fault fail-in-commit: rank {} failed after writing storage '{}'", site.rank,
+                                           site.name));
+  };
+}
+
 class Server {
  public:
   Server(const ServeOptions& options, Engine& engine) : options_(options), engine_(engine) {
@@ -226,6 +235,8 @@ void parse_serve_fault(const std::string& text, ServeFaults& faults) {
   const std::string kind = text.substr(0, colon);
   if (text == "die-in-commit") {
     faults.die_in_commit = true;
+  } else if (text == "fail-in-commit") {
+    faults.fail_in_commit = true;
   } else if (text == "never-healthy") {
     faults.never_healthy = true;
   } else if (text == "version-backwards") {
@@ -241,7 +252,7 @@ void parse_serve_fault(const std::string& text, ServeFaults& faults) {
     faults.endpoint[text.substr(colon + 1)] = kind;
   } else {
     throw Error(ErrorKind::Format,
-                fmt::format("--fault '{}' is unknown (die-in-commit, never-healthy, version-backwards, slow-health=S, "
+                fmt::format("--fault '{}' is unknown (die-in-commit, fail-in-commit, never-healthy, version-backwards, slow-health=S, "
                             "non-json:/path, wrong-shape:/path, http-500:/path)", text));
   }
 }
@@ -254,7 +265,11 @@ int serve(const ServeOptions& options) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  Engine engine(options.engine);
+  EngineOptions engine_options = options.engine;
+  if (options.faults.fail_in_commit && options.version == 0) {
+    engine_options.fault_hook = fail_in_commit_hook(options.engine.tp - 1);
+  }
+  Engine engine(std::move(engine_options));
   const LoadReport load = engine.load_native(options.checkpoint, options.version);
   Server server(options, engine);
   server.set_boot_phases(load.phases);

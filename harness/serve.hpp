@@ -17,6 +17,9 @@ namespace wsb {
 /// version 0 (a trial's server), never to one booted on another version (the profiler's reference server).
 struct ServeFaults {
   bool die_in_commit = false;               ///< "die-in-commit": the process exits (status 17) inside the pause
+  /// "fail-in-commit": the last TP rank fails right after its first storage was written (inside the pause, so
+  /// mutation started): the engine stops serving (/health 503, /generate 500) and the process keeps running.
+  bool fail_in_commit = false;
   std::optional<double> slow_health_s;      ///< "slow-health=S": every /health answer waits S seconds
   bool never_healthy = false;               ///< "never-healthy": /health answers 503
   bool version_backwards = false;           ///< "version-backwards": after a commit every 2nd /generate reports

@@ -12,6 +12,7 @@ std::string_view metric_unit(MetricKind kind) {
   switch (kind) {
     case MetricKind::Duration: return "s";
     case MetricKind::Bandwidth: return "GB/s";
+    case MetricKind::Percent: return "%";
     default: return "";
   }
 }

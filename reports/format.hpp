@@ -22,6 +22,7 @@ enum class MetricKind {
   Bandwidth,       ///< GB/s (1e9 bytes/s), 2 decimals; unit row "(GB/s)"
   Ratio,           ///< dimensionless, 2 decimals
   Raw,             ///< a number printed exactly (shortest round-trip form), for raw samples
+  Percent,         ///< a percentage (1.23 means 1.23 %), 2 decimals; unit row "(%)"
 };
 
 /// Unit shown in a table's units row for `kind` ("s", "GB/s"), or "" when the values carry their own.

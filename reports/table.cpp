@@ -43,7 +43,8 @@ std::string format_value(const Column& column, const Value& value) {
     case MetricKind::Duration: return format_seconds(d);
     case MetricKind::Bytes: return format_bytes(d);
     case MetricKind::Bandwidth:
-    case MetricKind::Ratio: return format_fixed2(d);
+    case MetricKind::Ratio:
+    case MetricKind::Percent: return format_fixed2(d);
     case MetricKind::Raw: return format_raw(d);
     default: mismatch(column);
   }

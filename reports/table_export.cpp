@@ -32,6 +32,7 @@ const char* kind_name(MetricKind kind) {
     case MetricKind::Bandwidth: return "bandwidth";
     case MetricKind::Ratio: return "ratio";
     case MetricKind::Raw: return "raw";
+    case MetricKind::Percent: return "percent";
   }
   return "text";
 }

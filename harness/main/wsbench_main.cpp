@@ -73,6 +73,21 @@ int main(int argc, char** argv) {
   serve->add_option("--fault", serve_args.faults, "tests only: a failure to show (harness/serve.hpp)")
       ->group("");
 
+  wsb::SoakArgs soak_args;
+  auto* soak = app.add_subcommand("soak", "many update cycles (disk and cpu, identity and real deltas): are RSS, page "
+                                          "cache and open files flat?");
+  soak->add_option("--model", soak_args.model, "profile id (a tiny preset: llama-tiny-bf16 by default)");
+  soak->add_option("--tp", soak_args.tp, "tensor-parallel size")->check(CLI::Range(1, 64));
+  soak->add_option("--cycles", soak_args.cycles, "update cycles, both modes together")->check(CLI::Range(2, 100000));
+  soak->add_option("--warmup", soak_args.warmup, "cycles left out of the flatness window")->check(CLI::Range(0, 100000));
+  soak->add_option("--max-deviation", soak_args.max_deviation, "allowed drift inside the window: \"2%\" or 0.02");
+  soak->add_option("--seed", soak_args.seed, "publisher seed");
+  soak->add_option("--encoding", soak_args.encoding, "xor | overwrite")->check(CLI::IsMember({"xor", "overwrite"}));
+  soak->add_option("--prepare-threads", soak_args.prepare_threads, "prepare worker threads")->check(CLI::Range(1, 1024));
+  soak->add_option("--workdir", soak_args.workdir, "an absent or empty folder to work in (kept)");
+  soak->add_flag("--keep-workdir", soak_args.keep_workdir, "keep the temporary folder used without --workdir");
+  soak->add_option("--json", soak_args.json, "write every cycle's readings and the figures here");
+
   fs::path physics_dir = ".";
   uint64_t physics_bytes = 256ull << 20;
   int physics_threads = 2;
@@ -110,6 +125,7 @@ int main(int argc, char** argv) {
     if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);
     if (*serve) return wsb::cmd_serve(profiles, serve_args);
     if (*physics) return wsb::cmd_physics(physics_dir, physics_bytes, physics_threads);
+    if (*soak) return wsb::cmd_soak(profiles, soak_args);
     if (report.selected()) return report.run();
     if (*inspect) return wsb::cmd_inspect(inspect_args);
     if (*codecs) return wsb::cmd_codecs(codecs_json);

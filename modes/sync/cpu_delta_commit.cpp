@@ -103,6 +103,8 @@ void CpuMode::commit_device_delta(StorageTarget& storages, PhaseLog& log) {
         if (!staged_.empty() && staged_[i]) continue;
         storages.write(static_cast<int>(r), s, 0, images[r].storage(s));
         phase.add_bytes(images[r].storage(s).size());
+        fault_point(context_.fault_hook, {FaultPoint::CommitStorageWritten, static_cast<int>(r), s,
+                                          context_.layouts[r].storages[s].name});
       }
     }
     NvtxRange wait_range("commit.copy wait");

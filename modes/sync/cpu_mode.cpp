@@ -229,6 +229,8 @@ void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
     NvtxRange rank_range(fmt::format("commit.copy rank {}", r));
     for (size_t s = 0; s < images[r].storage_count(); ++s) {
       storages.write(static_cast<int>(r), s, 0, images[r].storage(s));
+      fault_point(context_.fault_hook, {FaultPoint::CommitStorageWritten, static_cast<int>(r), s,
+                                        context_.layouts[r].storages[s].name});
     }
     phase.add_bytes(images[r].payload_bytes());
   }

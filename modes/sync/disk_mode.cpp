@@ -5,8 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -14,52 +12,11 @@
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
 #include "modes/store/publication.hpp"
+#include "modes/sync/checkpoint_files.hpp"
 #include "modes/sync/delta_fold.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;
-
-namespace {
-
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw Error(ErrorKind::Io, fmt::format("{}: {}", what, std::strerror(errno)));
-}
-
-/// Owns a file descriptor.
-class Fd {
- public:
-  Fd(const fs::path& path, int flags) : fd_(::open(path.c_str(), flags | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) throw_errno(fmt::format("open {}", path.string()));
-  }
-  ~Fd() { ::close(fd_); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-void pwrite_all(int fd, std::span<const uint8_t> bytes, uint64_t offset, const std::string& what) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(fmt::format("write {}", what));
-    }
-    done += static_cast<size_t>(n);
-  }
-}
-
-void fsync_path(const fs::path& path, bool drop_cache) {
-  Fd fd(path, O_RDONLY);
-  if (::fsync(fd.get()) != 0) throw_errno(fmt::format("fsync {}", path.string()));
-  // Release the page cache so commit's reload reads the disk, as a native reload after a restart would.
-  if (drop_cache) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-}
-
-}  // namespace
 
 DiskMode::DiskMode(SyncContext context) : context_(std::move(context)) {
   canonical_ = context_.profile.canonical_tensors();
@@ -105,17 +62,15 @@ void DiskMode::write_state(const DiskLineageState& state) const {
   const fs::path dir = checkpoint_dir() / ".weight_sync";
   fs::create_directories(dir);
   const fs::path tmp = dir / "state.json.tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << nlohmann::json{{"version", version_string(state.version)},
-                          {"seeded_from", version_string(state.seeded_from)},
-                          {"store", state.store},
-                          {"digest", state.digest}}
-               .dump(2)
-        << "\n";
-    if (!out) throw Error(ErrorKind::Io, fmt::format("write {}", tmp.string()));
-  }
-  fsync_path(tmp, false);
+  // Written with checked writes: a buffered stream would report a full disk only in its destructor, after the
+  // state had been renamed into place empty.
+  const std::string text = nlohmann::json{{"version", version_string(state.version)},
+                                          {"seeded_from", version_string(state.seeded_from)},
+                                          {"store", state.store},
+                                          {"digest", state.digest}}
+                               .dump(2) +
+                           "\n";
+  write_file_all(tmp, {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
   fs::rename(tmp, dir / "state.json");
   fsync_path(dir, false);
 }
@@ -153,8 +108,7 @@ void DiskMode::reseed(const Store& store, uint32_t full_version, PhaseLog& log) 
   for (const auto& [tensor, shard] : read_checkpoint_index(full.dir() / kIndexFileName).weight_map) files.insert(shard);
   for (const auto& file : files) {
     fs::create_directories((checkpoint_dir() / file).parent_path());
-    fs::copy_file(full.dir() / file, checkpoint_dir() / file, fs::copy_options::overwrite_existing);
-    phase.add_bytes(fs::file_size(full.dir() / file));
+    phase.add_bytes(copy_file_all(full.dir() / file, checkpoint_dir() / file));
   }
   // Verify the seed as copied, tensor by tensor, against the FULL publication's checksums.
   CheckpointReader seeded(checkpoint_dir());
@@ -180,7 +134,8 @@ void DiskMode::apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const St
     ScopedPhase phase(log, "prepare.apply_verify_write", Floor::DiskRead);
     CheckpointReader local(checkpoint_dir());
     std::vector<uint8_t> heap;  // only for a canonical tensor larger than a staging buffer (a sharded one)
-    for (const auto& spec : canonical_) {
+    for (size_t t = 0; t < canonical_.size(); ++t) {
+      const TensorSpec& spec = canonical_[t];
       const auto& entry = expect_tensor(local, spec, checkpoint_dir().string());
       auto current = local.data(spec.name);
       // The commit staging is idle during prepare (the state machine never overlaps them): folding in it adds no
@@ -197,9 +152,10 @@ void DiskMode::apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const St
       fold_tensor(plan, spec, buffer, nullptr);
       const auto& shard = local.shard_of(spec.name);
       Fd fd(shard.path(), O_WRONLY);
-      pwrite_all(fd.get(), buffer, shard.data_start() + entry.begin, shard.path().string());
+      pwrite_all(fd.get(), buffer, shard.data_start() + entry.begin, shard.path());
       touched.insert(shard.path());
       phase.add_bytes(buffer.size());
+      fault_point(context_.fault_hook, {FaultPoint::DiskCheckpointWrite, 0, t, spec.name});
     }
   }
   {
@@ -291,6 +247,7 @@ void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
       for (const auto& fragment : spec.fragments) local.release(fragment.canonical);
       ScopedPhase phase(log, "commit.device_transform", storages.copy_floor(), spec.gathered_bytes());
       storages.write_transformed(static_cast<int>(r), s, spec, gathered);
+      fault_point(context_.fault_hook, {FaultPoint::CommitStorageWritten, static_cast<int>(r), s, spec.name});
       continue;
     }
     auto out = staging_[i % 2].span().subspan(0, spec.bytes());
@@ -306,6 +263,7 @@ void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
       storages.synchronize();
     }
     storages.write(static_cast<int>(r), s, 0, out);
+    fault_point(context_.fault_hook, {FaultPoint::CommitStorageWritten, static_cast<int>(r), s, spec.name});
   }
   ScopedPhase phase(log, "commit.copy_wait");
   storages.synchronize();

@@ -14,6 +14,7 @@
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
 #include "modes/store/store.hpp"
+#include "modes/sync/fault_point.hpp"
 #include "modes/sync/host_buffer.hpp"
 #include "modes/sync/storage_target.hpp"
 
@@ -33,6 +34,8 @@ struct SyncContext {
   /// The live storages the engine commits into, for what prepare may do where they live without mutating them
   /// (device-delta: digests of the live bytes, staging the delta). Null when the engine gives none.
   StorageTarget* live = nullptr;
+  /// Crash and resource tests only (modes/sync/fault_point.hpp): called at every fault site; empty in production.
+  FaultHook fault_hook{};
 };
 
 /// Host memory a mode holds between updates, in bytes (canonical image, rank images, staging).

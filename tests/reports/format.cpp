@@ -55,6 +55,8 @@ TEST(ReportsFormat, KindDrivesValueFormattingAndUnits) {
   EXPECT_EQ(metric_unit(MetricKind::Duration), "s");
   EXPECT_EQ(metric_unit(MetricKind::Bandwidth), "GB/s");
   EXPECT_EQ(metric_unit(MetricKind::Bytes), "");
+  EXPECT_EQ(format_value({"x", MetricKind::Percent}, 1.234), "1.23");
+  EXPECT_EQ(metric_unit(MetricKind::Percent), "%");
 }
 
 TEST(ReportsFormat, ValueOfWrongTypeForKindNamesTheColumn) {
