@@ -126,6 +126,9 @@ TEST_P(CommitFailure, RankFailingAfterMutationStartedStopsTheEngine) {
       throw Error(ErrorKind::Io, injected);
     }
   };
+  // Declared before the engine so that, should the engine keep serving it, the engine's destructor ends the request
+  // before the future's destructor waits for it.
+  std::future<GenerateResponse> in_flight;
   Engine engine(options);
   engine.load_native(Store(store).update_dir(0), 0);
   ASSERT_EQ(test::served(engine, kPrompt), v0);
@@ -137,7 +140,7 @@ TEST_P(CommitFailure, RankFailingAfterMutationStartedStopsTheEngine) {
   // A request long enough to be in flight when the gate closes: it must end with the error, not a token.
   GenerateRequest endless = probe();
   endless.max_new_tokens = 1 << 20;
-  auto in_flight = std::async(std::launch::async, [&] { return engine.generate(endless); });
+  in_flight = std::async(std::launch::async, [&] { return engine.generate(endless); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   try {
     engine.commit(1);
@@ -147,7 +150,11 @@ TEST_P(CommitFailure, RankFailingAfterMutationStartedStopsTheEngine) {
     EXPECT_EQ(std::string(e.what()), reason);
   }
   traffic.mark_committed();
-  test::expect_error([&] { in_flight.get(); }, ErrorKind::Fatal, {stopped});
+  if (in_flight.wait_for(std::chrono::seconds(30)) == std::future_status::ready) {
+    test::expect_error([&] { in_flight.get(); }, ErrorKind::Fatal, {stopped});
+  } else {
+    ADD_FAILURE() << "the request in flight still runs after the failed commit";
+  }
 
   EXPECT_FALSE(engine.healthy());
   EXPECT_EQ(engine.weight_version(), 0u);
