@@ -189,6 +189,10 @@ SoakResult run_soak(const SoakOptions& o) {
   cpu.load_native(Store(store).update_dir(0), 0);
   std::map<std::string, Served> last{{"disk", served(disk)}, {"cpu", served(cpu)}};
   MemorySampler sampler(std::chrono::milliseconds(5));
+  // Every cycle's record exists (and its memory is touched) before the first reading: the soak's own bookkeeping
+  // growing cycle by cycle would otherwise be the RSS growth it reports (a vector doubling at 128, 256, 512 cycles).
+  result.cycles_run.resize(static_cast<size_t>(o.cycles));
+  size_t ran = 0;
   result.boot.mode = "boot";
   take_readings(result.boot, o.workdir);
 
@@ -224,10 +228,11 @@ SoakResult run_soak(const SoakOptions& o) {
     // Both engines are at the newest version after a cpu cycle: nothing needs the older publications any more.
     if (!disk_turn) publisher.prune_before(c.version);
     take_readings(c, o.workdir);
-    result.cycles_run.push_back(c);
+    result.cycles_run[ran++] = c;
     if (o.on_cycle) o.on_cycle(i + 1, o.cycles);
     if (!c.failure.empty()) break;
   }
+  result.cycles_run.resize(ran);
 
   if (result.exact_updates() == result.cycles_run.size()) {
     // The reference: a fresh engine natively loaded from the synthetic FULL checkpoint of the content reached.
