@@ -69,7 +69,7 @@ int cmd_soak(const fs::path& profiles_dir, const SoakArgs& args) {
   std::cout << fmt::format(
       "wsbench soak: {} at TP {}, {} update cycles (disk and cpu alternating; each mode alternates real and "
       "identity deltas), memory sampled every 5 ms during prepare and commit; flat means within {:.2f}% of the "
-      "window's start after {} warm-up cycles\n",
+      "window's start after {} warm-up cycles, comparing readings one period (4 cycles) apart\n",
       result.model, result.tp, result.cycles, 100 * result.max_deviation, result.warmup);
   std::string first_failure = result.reference_failure;
   for (const auto& c : result.cycles_run) {

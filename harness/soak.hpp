@@ -4,7 +4,8 @@
 // sampler on during every prepare + commit. Every update is checked exactly (failure kinds 1 and 7 of
 // ../shared/reference/failure-kinds.md): an identity update leaves bytes and fingerprint bit-identical, a real one
 // changes both, the two modes agree after each pair of cycles, and at the end both equal a native load. After a
-// warm-up, resident memory, the soak's page cache and open file descriptors must stay flat.
+// warm-up, resident memory, the soak's page cache and open file descriptors must stay flat, compared one period of the
+// pattern (4 cycles) apart.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -24,7 +25,7 @@ struct SoakOptions {
   ModelProfile profile;
   int tp = 2;
   int cycles = 100;               ///< updates, both modes together
-  int warmup = 10;                ///< first cycles left out of the flatness window
+  int warmup = 10;                ///< first cycles left out of the flatness window (cycles >= warmup + 4)
   double max_deviation = 0.02;    ///< allowed |x - start| / start inside the window
   uint64_t seed = 0;
   DeltaEncoding encoding = DeltaEncoding::Xor;

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
                                           "cache and open files flat?");
   soak->add_option("--model", soak_args.model, "profile id (a tiny preset: llama-tiny-bf16 by default)");
   soak->add_option("--tp", soak_args.tp, "tensor-parallel size")->check(CLI::Range(1, 64));
-  soak->add_option("--cycles", soak_args.cycles, "update cycles, both modes together")->check(CLI::Range(2, 100000));
+  soak->add_option("--cycles", soak_args.cycles, "update cycles, both modes together")->check(CLI::Range(4, 100000));
   soak->add_option("--warmup", soak_args.warmup, "cycles left out of the flatness window")->check(CLI::Range(0, 100000));
   soak->add_option("--max-deviation", soak_args.max_deviation, "allowed drift inside the window: \"2%\" or 0.02");
   soak->add_option("--seed", soak_args.seed, "publisher seed");

@@ -63,11 +63,12 @@ TEST(SoakOptionsCheck, RefusesAWindowWithoutBothModesAndANonEmptyWorkdir) {
   SoakOptions o;
   o.profile = test::tiny_profile();
   o.workdir = dir / "soak";
-  o.cycles = 11;
+  o.cycles = 13;
   o.warmup = 10;
   test::expect_error([&] { run_soak(o); }, ErrorKind::Format,
-                     {"--cycles 11 must exceed --warmup 10 by at least 2 (a cycle of each mode)"});
-  o.cycles = 12;
+                     {"--cycles 13 must exceed --warmup 10 by at least 4 (one period: disk real, cpu real, disk "
+                      "identity, cpu identity)"});
+  o.cycles = 14;
   fs::create_directories(o.workdir);
   std::ofstream(o.workdir / "precious.txt") << "x";
   test::expect_error([&] { run_soak(o); }, ErrorKind::State, {"soak workdir '" + o.workdir.string() + "' is not empty"});
