@@ -19,9 +19,10 @@ constexpr size_t kMaxTensorBytes = size_t{1} << 20;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   using wsb::fuzz::only_documented_errors;
   using wsb::fuzz::require;
-  if (input_size < 4) return 0;
-  const size_t size = wsb::fuzz::le_u32(input) % (kMaxTensorBytes + 1);
-  const std::span<const uint8_t> payload(input + 4, input_size - 4);
+  const auto sized = wsb::fuzz::sized_payload(input, input_size, kMaxTensorBytes);
+  if (!sized) return 0;
+  const size_t size = sized->tensor_bytes;
+  const std::span<const uint8_t> payload = sized->payload;
   wsb::DecodedDelta delta;
   if (!only_documented_errors({wsb::ErrorKind::Format}, [&] {
         delta = wsb::decode_delta(wsb::DeltaEncoding::Overwrite, payload, size, "t");

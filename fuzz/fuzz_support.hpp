@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <exception>
 #include <initializer_list>
+#include <optional>
+#include <span>
 #include <string>
 #include <typeinfo>
 
@@ -84,6 +86,19 @@ class MemFile {
 inline uint32_t le_u32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
          static_cast<uint32_t>(p[3]) << 24;
+}
+
+/// The payload targets' input: a u32 little-endian tensor size, taken modulo `max_tensor_bytes` + 1 so memory stays
+/// bounded, then the payload.
+struct SizedPayload {
+  size_t tensor_bytes = 0;
+  std::span<const uint8_t> payload;
+};
+
+/// Splits `input` into a SizedPayload; nullopt when it is shorter than the size prefix.
+inline std::optional<SizedPayload> sized_payload(const uint8_t* input, size_t input_size, size_t max_tensor_bytes) {
+  if (input_size < 4) return std::nullopt;
+  return SizedPayload{le_u32(input) % (max_tensor_bytes + 1), std::span<const uint8_t>(input + 4, input_size - 4)};
 }
 
 }  // namespace wsb::fuzz

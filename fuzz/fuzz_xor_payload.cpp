@@ -44,9 +44,10 @@ const std::vector<uint8_t>& base_pattern() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   using wsb::fuzz::only_documented_errors;
   using wsb::fuzz::require;
-  if (input_size < 4) return 0;
-  const size_t size = wsb::fuzz::le_u32(input) % (kMaxTensorBytes + 1);
-  const std::span<const uint8_t> payload(input + 4, input_size - 4);
+  const auto sized = wsb::fuzz::sized_payload(input, input_size, kMaxTensorBytes);
+  if (!sized) return 0;
+  const size_t size = sized->tensor_bytes;
+  const std::span<const uint8_t> payload = sized->payload;
   // A frame header that does not declare exactly `size` must be refused before the tensor is touched (both
   // decoders check it first), which spares most inputs a pass over up to 1 MiB.
   uint64_t declared = 0;

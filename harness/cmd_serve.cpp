@@ -29,12 +29,7 @@ uint32_t boot_version(const std::filesystem::path& checkpoint, std::optional<uin
   if (std::filesystem::exists(index_path)) {
     const CheckpointIndex index = read_checkpoint_index(index_path);
     if (auto it = index.metadata.find("version"); it != index.metadata.end()) {
-      const std::string& text = it->second;
-      if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
-        throw Error(ErrorKind::Format, fmt::format("{}: metadata field 'version' is '{}', not a version number",
-                                                   index_path.string(), text));
-      }
-      recorded = static_cast<uint32_t>(std::stoul(text));
+      recorded = parse_version_string(it->second, fmt::format("{}: metadata field 'version'", index_path.string()));
     }
   }
   if (given && recorded && *given != *recorded) {

@@ -3,32 +3,50 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "models/core/errors.hpp"
 #include "models/transform/transform.hpp"
 
 namespace wsb {
 
+FragmentRun fragment_run(const RuntimeStorageSpec& spec, const Fragment& f) {
+  const Shape& shape = f.canonical_shape;
+  const uint64_t esize = dtype_size(spec.dtype);
+  const size_t dim = static_cast<size_t>(f.dim);
+  if (f.dim < 0 || (!shape.empty() && dim >= shape.size()) || (shape.empty() && f.dim != 0))
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragment dim {} does not exist in canonical tensor "
+                                                 "'{}' {}",
+                                                 spec.name, f.dim, f.canonical, shape_string(shape)));
+  const int64_t extent = shape.empty() ? 1 : shape[dim];
+  if (f.start < 0 || f.length < 0 || f.start + f.length > extent)
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("storage '{}': fragment [{}, {}) of dim {} exceeds canonical tensor '{}' {}", spec.name,
+                            f.start, f.start + f.length, f.dim, f.canonical, shape_string(shape)));
+  uint64_t outer = 1, inner = esize;
+  for (size_t i = 0; i < dim && i < shape.size(); ++i) outer *= static_cast<uint64_t>(shape[i]);
+  for (size_t i = dim + 1; i < shape.size(); ++i) inner *= static_cast<uint64_t>(shape[i]);
+  FragmentRun run;
+  run.canonical = f.canonical;
+  run.canonical_bytes = shape_numel(shape) * esize;
+  run.block = static_cast<uint64_t>(f.length) * inner;
+  run.stride = static_cast<uint64_t>(extent) * inner;
+  run.outer = outer;
+  run.src_first = static_cast<uint64_t>(f.start) * inner;
+  return run;
+}
+
 std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec) {
   if (spec.transform != kTransformNone || spec.gathered_shape != spec.shape) return {};
-  const uint64_t esize = dtype_size(spec.dtype);
   std::vector<FragmentRun> runs;
   uint64_t dst = 0;
   for (const Fragment& f : spec.fragments) {
-    const Shape& shape = f.canonical_shape;
-    const size_t dim = static_cast<size_t>(f.dim);
-    // Exactly the fragments copy_fragment (load_storage.cpp) accepts; anything else is left to load_storage.
-    if (f.dim < 0 || (!shape.empty() && dim >= shape.size()) || (shape.empty() && f.dim != 0)) return {};
-    const int64_t extent = shape.empty() ? 1 : shape[dim];
-    if (f.start < 0 || f.length < 0 || f.start + f.length > extent) return {};
-    uint64_t outer = 1, inner = esize;
-    for (size_t i = 0; i < dim && i < shape.size(); ++i) outer *= static_cast<uint64_t>(shape[i]);
-    for (size_t i = dim + 1; i < shape.size(); ++i) inner *= static_cast<uint64_t>(shape[i]);
     FragmentRun run;
-    run.canonical = f.canonical;
-    run.canonical_bytes = shape_numel(shape) * esize;
-    run.block = static_cast<uint64_t>(f.length) * inner;
-    run.stride = static_cast<uint64_t>(extent) * inner;
-    run.outer = outer;
-    run.src_first = static_cast<uint64_t>(f.start) * inner;
+    try {
+      run = fragment_run(spec, f);
+    } catch (const Error&) {
+      return {};  // load_storage reports it when the storage is loaded
+    }
     run.dst_offset = dst;
     dst += run.block * run.outer;
     runs.push_back(std::move(run));

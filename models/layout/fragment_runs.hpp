@@ -24,6 +24,11 @@ struct FragmentRun {
   uint64_t dst_offset = 0;
 };
 
+/// The run of one fragment of `spec` (dst_offset 0): the slice rule of Fragment in bytes. Throws Error(Mismatch)
+/// naming the storage and the canonical tensor when `f` does not fit its tensor's shape (dim outside it, slice
+/// beyond its extent). load_storage's gather and fragment_runs share it.
+FragmentRun fragment_run(const RuntimeStorageSpec& spec, const Fragment& f);
+
 /// The runs of every fragment of `spec` in gather order, or an empty vector when the storage is not a plain gather
 /// (transform other than "none", gathered shape differing from shape, or a fragment that load_storage would
 /// refuse): such storages go through load_storage, which reports the error. The runs of a returned storage cover

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/core/errors.hpp"
+#include "models/layout/fragment_runs.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/transform/fp8_channel.hpp"
 #include "models/transform/mxfp4.hpp"
@@ -19,30 +20,14 @@ namespace {
 /// Copies the slice [start, start+length) along `dim` of a row-major tensor: for every index of the dims before
 /// `dim` one contiguous block of length * (product of the dims after `dim`) elements.
 void copy_fragment(const RuntimeStorageSpec& spec, const Fragment& f, std::span<const uint8_t> src, uint8_t* dst) {
-  const Shape& shape = f.canonical_shape;
   const uint64_t esize = dtype_size(spec.dtype);
-  if (src.size() != shape_numel(shape) * esize)
-    throw Error(
-        ErrorKind::Mismatch,
-        fmt::format("canonical tensor '{}' has {} bytes, but {} {} needs {} (storage '{}')", f.canonical, src.size(),
-                    dtype_name(spec.dtype), shape_string(shape), shape_numel(shape) * esize, spec.name));
-  const size_t dim = static_cast<size_t>(f.dim);
-  if (f.dim < 0 || (!shape.empty() && dim >= shape.size()) || (shape.empty() && f.dim != 0))
-    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragment dim {} does not exist in canonical tensor "
-                                                 "'{}' {}",
-                                                 spec.name, f.dim, f.canonical, shape_string(shape)));
-  const int64_t extent = shape.empty() ? 1 : shape[dim];
-  if (f.start < 0 || f.length < 0 || f.start + f.length > extent)
+  if (src.size() != shape_numel(f.canonical_shape) * esize)
     throw Error(ErrorKind::Mismatch,
-                fmt::format("storage '{}': fragment [{}, {}) of dim {} exceeds canonical tensor '{}' {}", spec.name,
-                            f.start, f.start + f.length, f.dim, f.canonical, shape_string(shape)));
-  uint64_t outer = 1, inner = esize;
-  for (size_t i = 0; i < dim && i < shape.size(); ++i) outer *= static_cast<uint64_t>(shape[i]);
-  for (size_t i = dim + 1; i < shape.size(); ++i) inner *= static_cast<uint64_t>(shape[i]);
-  const uint64_t block = static_cast<uint64_t>(f.length) * inner;
-  const uint64_t stride = static_cast<uint64_t>(extent) * inner;
-  const uint8_t* from = src.data() + static_cast<uint64_t>(f.start) * inner;
-  for (uint64_t o = 0; o < outer; ++o, from += stride, dst += block) std::memcpy(dst, from, block);
+                fmt::format("canonical tensor '{}' has {} bytes, but {} {} needs {} (storage '{}')", f.canonical,
+                            src.size(), dtype_name(spec.dtype), shape_string(f.canonical_shape),
+                            shape_numel(f.canonical_shape) * esize, spec.name));
+  const FragmentRun run = fragment_run(spec, f);
+  place_run_range(run, src, 0, src.size(), std::span<uint8_t>(dst, run.block * run.outer));
 }
 
 }  // namespace

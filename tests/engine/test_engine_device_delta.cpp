@@ -10,6 +10,7 @@
 #include "modes/publisher/publisher.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/param_names.hpp"
 
 namespace wsb {
 namespace {
@@ -138,11 +139,7 @@ TEST_P(DeviceDeltaCommit, ADenseDeltaCopiesEverything) {
 INSTANTIATE_TEST_SUITE_P(Tiny, DeviceDeltaCommit,
                          ::testing::Values(std::string("llama-tiny-bf16"), std::string("glm-tiny-fp8"),
                                            std::string("kimi-tiny-nvfp4"), std::string("gpt-oss-tiny-mxfp4")),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return name;
-                         });
+                         test::StringParamName());
 
 }  // namespace
 }  // namespace wsb

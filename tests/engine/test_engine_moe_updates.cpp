@@ -7,6 +7,7 @@
 #include "engine/engine.hpp"
 #include "models/forward/forward.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/param_names.hpp"
 
 namespace wsb {
 namespace {
@@ -79,11 +80,7 @@ INSTANTIATE_TEST_SUITE_P(Tiny, MoeEngineUpdates,
                                                               std::string("kimi-tiny-nvfp4"),
                                                               std::string("gpt-oss-tiny-mxfp4")),
                                             ::testing::Values(std::string("disk"), std::string("cpu"))),
-                         [](const auto& info) {
-                           std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         test::PairParamName());
 
 }  // namespace
 }  // namespace wsb

@@ -23,6 +23,7 @@
 #include "modes/publisher/publisher.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/param_names.hpp"
 
 namespace wsb {
 namespace {
@@ -195,11 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Tiny, CommitFailure,
                          ::testing::Combine(::testing::Values(std::string("llama-tiny-bf16"),
                                                               std::string("kimi-tiny-nvfp4")),
                                             ::testing::Values(std::string("disk"), std::string("cpu"))),
-                         [](const auto& info) {
-                           std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         test::PairParamName());
 
 // ---- through `wsbench serve --fault fail-in-commit` ----
 

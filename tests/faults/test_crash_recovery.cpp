@@ -21,6 +21,7 @@
 #include "modes/sync/disk_mode.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/param_names.hpp"
 
 namespace wsb {
 namespace {
@@ -158,11 +159,7 @@ TEST_P(CrashRecovery, KillNineDuringMaterializationIsReseededAndExact) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, CrashRecovery,
                          ::testing::Values(std::string("llama-tiny-bf16"), std::string("kimi-tiny-nvfp4")),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         test::StringParamName());
 
 }  // namespace
 }  // namespace wsb

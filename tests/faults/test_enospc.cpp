@@ -14,6 +14,7 @@
 #include "tests/support/served.hpp"
 #include "tests/support/small_fs.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/param_names.hpp"
 
 namespace wsb {
 namespace {
@@ -95,11 +96,7 @@ TEST_P(Enospc, FullDiskFailsPrepareNamingTheFileAndBytesAndChangesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Enospc, ::testing::Values(std::string("llama-tiny-bf16"), std::string("kimi-tiny-nvfp4")),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         test::StringParamName());
 
 }  // namespace
 }  // namespace wsb

@@ -20,6 +20,7 @@
 #include "modes/codec/zstd_frame.hpp"
 #include "tests/support/store_edit.hpp"
 #include "tests/support/test_support.hpp"
+#include "tests/support/param_names.hpp"
 
 namespace wsb {
 namespace {
@@ -658,11 +659,7 @@ INSTANTIATE_TEST_SUITE_P(Tiny, Faults,
                                                               std::string("kimi-tiny-nvfp4"),
                                                               std::string("gpt-oss-tiny-mxfp4")),
                                             ::testing::Values(std::string("disk"), std::string("cpu"))),
-                         [](const auto& info) {
-                           std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         test::PairParamName());
 
 }  // namespace
 }  // namespace wsb

@@ -11,29 +11,19 @@
 #include "models/layout/fragment_runs.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
+#include "tests/models/layout_test_util.hpp"
+#include "tests/support/param_names.hpp"
 
 namespace wsb {
 namespace {
 
 const std::filesystem::path kProfiles = WSB_PROFILES_DIR;
 
-std::map<std::string, std::vector<uint8_t>> canonical_of(const ModelProfile& p) {
-  std::map<std::string, std::vector<uint8_t>> out;
-  uint64_t t = 1;
-  for (const TensorSpec& s : p.canonical_tensors()) {
-    auto& b = out[s.name];
-    b.resize(s.bytes());
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(1 + (t * 131 + i * 7 + (i >> 9)) % 0x6F);
-    ++t;
-  }
-  return out;
-}
-
 class FragmentRuns : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FragmentRuns, ChunkedPlacementWritesExactlyWhatLoadStorageWrites) {
   const ModelProfile profile = find_profile(GetParam(), kProfiles);
-  const auto canonical = canonical_of(profile);
+  const auto canonical = test::layout_canonical(profile);
   const CanonicalLookup lookup = [&](const std::string& name) { return std::span<const uint8_t>(canonical.at(name)); };
   std::mt19937_64 rng(5);
   int plain = 0, strided = 0;
@@ -75,11 +65,7 @@ TEST_P(FragmentRuns, ChunkedPlacementWritesExactlyWhatLoadStorageWrites) {
 INSTANTIATE_TEST_SUITE_P(Tiny, FragmentRuns,
                          ::testing::Values(std::string("llama-tiny-bf16"), std::string("glm-tiny-fp8"),
                                            std::string("kimi-tiny-nvfp4"), std::string("gpt-oss-tiny-mxfp4")),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return name;
-                         });
+                         test::StringParamName());
 
 TEST(FragmentRunsOther, AFragmentOutsideItsTensorIsLeftToLoadStorage) {
   RuntimeStorageSpec spec;
