@@ -11,6 +11,7 @@
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
+#include "modes/registry/mode_registry.hpp"
 #include "modes/sync/rank_image.hpp"
 
 namespace wsb {

@@ -20,7 +20,8 @@ class InProcTransport::Channel final : public SenderEndpoint, public ReceiverEnd
     }
     std::unique_lock lock(mu_);
     if (state_ != State::Open) fail_rank(ErrorKind::State, rank_, "send after the stream was closed");
-    cv_.wait(lock, [&] { return queue_.size() < depth_; });
+    cv_.wait(lock, [&] { return queue_.size() < depth_ || !cancel_reason_.empty(); });
+    if (!cancel_reason_.empty()) fail_rank(ErrorKind::Io, rank_, fmt::format("receiver gave up: {}", cancel_reason_));
     queue_.push_back(std::move(bucket));
     cv_.notify_all();
   }
@@ -37,6 +38,13 @@ class InProcTransport::Channel final : public SenderEndpoint, public ReceiverEnd
       state_ = State::Failed;
       failure_ = message;
     }
+    cv_.notify_all();
+  }
+
+  void cancel(const std::string& reason) noexcept override {
+    std::lock_guard lock(mu_);
+    if (cancel_reason_.empty()) cancel_reason_ = reason.empty() ? "cancelled" : reason;
+    queue_.clear();
     cv_.notify_all();
   }
 
@@ -70,6 +78,7 @@ class InProcTransport::Channel final : public SenderEndpoint, public ReceiverEnd
   std::deque<Bucket> queue_;
   State state_ = State::Open;
   std::string failure_;
+  std::string cancel_reason_;  // set by the receiver: senders stop instead of waiting for room forever
 };
 
 InProcTransport::InProcTransport(int ranks, uint64_t bucket_size_bytes, size_t depth)

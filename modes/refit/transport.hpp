@@ -35,6 +35,10 @@ class ReceiverEndpoint {
   /// the sender finished and every bucket was received. Throws Error(Io) naming the rank when the sender failed,
   /// Error(Mismatch) when `into` is smaller than the payload.
   virtual ReceivedBatch receive(std::span<uint8_t> into) = 0;
+  /// The receiver gives up on the stream (its rank failed): a send() blocked for room, and every later send(),
+  /// throws Error(Io, "refit: rank R: receiver gave up: <reason>"), so a sender never waits on a receiver that
+  /// stopped pulling. Queued buckets are dropped. Never throws; the first reason wins.
+  virtual void cancel(const std::string& reason) noexcept = 0;
 };
 
 /// A set of per-rank channels sharing one bucket size.

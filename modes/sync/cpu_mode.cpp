@@ -9,22 +9,13 @@
 
 #include "models/core/errors.hpp"
 #include "models/core/nvtx.hpp"
-#include "modes/store/publication.hpp"
-#include "modes/sync/delta_fold.hpp"
+#include "modes/store/store.hpp"
+#include "modes/sync/commit_copy.hpp"
 #include "modes/sync/work_queue.hpp"
 
 namespace wsb {
 
-CpuMode::CpuMode(SyncContext context) : context_(std::move(context)) {
-  canonical_ = context_.profile.canonical_tensors();
-  uint64_t cursor = 0;
-  for (size_t i = 0; i < canonical_.size(); ++i) {
-    canonical_index_[canonical_[i].name] = i;
-    cursor = align_up(cursor, kStorageAlignment);
-    canonical_offsets_.push_back(cursor);
-    cursor += canonical_[i].bytes();
-  }
-  canonical_image_ = HostBuffer(cursor, kImageAlignment);
+CpuMode::CpuMode(SyncContext context) : context_(std::move(context)), canonical_(context_.profile, "cpu mode") {
   for (const auto& layout : context_.layouts) sets_[0].emplace_back(layout, context_.pinner);
   if (device_delta()) {
     for (const auto& layout : context_.layouts) sets_[1].emplace_back(layout, context_.pinner);
@@ -34,28 +25,8 @@ CpuMode::CpuMode(SyncContext context) : context_(std::move(context)) {
   }
 }
 
-std::span<uint8_t> CpuMode::tensor_span(size_t index) {
-  return canonical_image_.span().subspan(canonical_offsets_[index], canonical_[index].bytes());
-}
-
-std::span<const uint8_t> CpuMode::canonical_tensor(const std::string& name) const {
-  auto it = canonical_index_.find(name);
-  if (it == canonical_index_.end()) throw Error(ErrorKind::Missing, fmt::format("cpu mode: no tensor '{}'", name));
-  return canonical_image_.span().subspan(canonical_offsets_[it->second], canonical_[it->second].bytes());
-}
-
 void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
-  ScopedPhase phase(log, "load.canonical_image", Floor::HostMemcpy);
-  for (size_t i = 0; i < canonical_.size(); ++i) {
-    const auto& spec = canonical_[i];
-    expect_tensor(checkpoint, spec, checkpoint.dir().string());
-    auto src = checkpoint.data(spec.name);
-    std::copy(src.begin(), src.end(), tensor_span(i).begin());
-    checkpoint.release(spec.name);  // the canonical image now holds it; keep the resident set bounded
-    phase.add_bytes(src.size());
-  }
-  canonical_version_ = version;
-  loaded_ = true;
+  canonical_.load(checkpoint, version, log);
   images_version_.reset();
   size_t storages = 0;
   for (const auto& layout : context_.layouts) storages += layout.storages.size();
@@ -67,7 +38,7 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
 }
 
 std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vector<bool>& placed) {
-  std::vector<std::vector<Placement>> by_tensor(canonical_.size());
+  std::vector<std::vector<Placement>> by_tensor(canonical_.tensors().size());
   std::vector<RankImage>& images = sets_[prepared_set_];
   size_t flat = 0;
   for (size_t r = 0; r < images.size(); ++r) {
@@ -75,12 +46,12 @@ std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vecto
       std::vector<FragmentRun> runs = fragment_runs(context_.layouts[r].storages[s]);
       // Every fragment must name a canonical tensor of the size its shape implies; otherwise load_storage reports it.
       const bool known = !runs.empty() && std::all_of(runs.begin(), runs.end(), [&](const FragmentRun& run) {
-        auto it = canonical_index_.find(run.canonical);
-        return it != canonical_index_.end() && canonical_[it->second].bytes() == run.canonical_bytes;
+        const auto index = canonical_.index_of(run.canonical);
+        return index && canonical_.tensors()[*index].bytes() == run.canonical_bytes;
       });
       if (!known) continue;
       for (FragmentRun& run : runs) {
-        by_tensor[canonical_index_.find(run.canonical)->second].push_back(Placement{images[r].storage(s), std::move(run)});
+        by_tensor[*canonical_.index_of(run.canonical)].push_back(Placement{images[r].storage(s), std::move(run)});
       }
       placed[flat] = true;
     }
@@ -90,7 +61,7 @@ std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vecto
 
 void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) {
   ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
-  CanonicalLookup lookup = [this](const std::string& name) { return canonical_tensor(name); };
+  CanonicalLookup lookup = [this](const std::string& name) { return canonical_.tensor(name); };
   std::vector<RankImage>& images = sets_[prepared_set_];
   // Every (rank, storage, expert range) is independent: storages are disjoint, expert ranges of one storage write
   // disjoint bytes, and the canonical image is only read. A stacked-expert storage is split into ranges of about
@@ -133,69 +104,32 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) 
 }
 
 void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
-  if (!loaded_) throw Error(ErrorKind::State, "cpu mode: prepare before the engine's native load");
-  if (canonical_version_ > target) {
+  if (!canonical_.loaded()) throw Error(ErrorKind::State, "cpu mode: prepare before the engine's native load");
+  if (canonical_.version() > target) {
     throw Error(ErrorKind::State, fmt::format("cpu mode: the canonical image holds {}, newer than target {} (served {})",
-                                              version_string(canonical_version_), version_string(target),
+                                              version_string(canonical_.version()), version_string(target),
                                               version_string(served)));
   }
   prepared_set_ = device_delta() && live_known_ ? 1 - live_set_ : live_set_;
   size_t storages = 0;
   for (const auto& layout : context_.layouts) storages += layout.storages.size();
   std::vector<bool> placed(storages, false);
-  if (canonical_version_ < target) {
-    Store store(context_.store);
-    UpdatePlan plan;
-    {
-      ScopedPhase phase(log, "prepare.plan");
-      plan = plan_update(store, canonical_version_, target);
-      check_plan_covers(plan, canonical_);
-    }
-    images_version_.reset();  // from here on the rank images are rebuilt for the target
-    {
-      // Stage the compressed deltas once: fault every payload page in (they are memory-mapped).
-      ScopedPhase phase(log, "prepare.stage", Floor::DiskRead);
-      uint64_t sink = 0;
-      for (const auto& step : plan.steps) {
-        for (const auto& spec : canonical_) {
-          auto payload = step->payload(spec.name);
-          for (size_t i = 0; i < payload.size(); i += 4096) sink += payload[i];
-          phase.add_bytes(payload.size());
-        }
-      }
-      volatile uint64_t keep = sink;
-      (void)keep;
-    }
-    {
-      ScopedPhase phase(log, "prepare.apply_verify", Floor::HostMemcpy);
-      // Plain-gather storages are written from each final chunk while it is in cache: one memory pass less than
-      // folding everything and then gathering it (prepare is memory-bound).
-      const auto placements = plan_placements(placed);
-      std::vector<FoldUndo> undo(canonical_.size());
-      std::unique_ptr<bool[]> folded(new bool[canonical_.size()]());
-      try {
-        run_largest_first(
-            canonical_.size(), context_.threads, [&](size_t i) { return canonical_[i].bytes(); },
-            [&](size_t i) {
-              const std::span<uint8_t> bytes = tensor_span(i);
-              const auto& targets = placements[i];
-              const FoldedRange place = [&](size_t from, size_t to) {
-                for (const Placement& p : targets) place_run_range(p.run, bytes, from, to, p.storage);
-              };
-              fold_tensor(plan, canonical_[i], bytes, &undo[i], targets.empty() ? FoldedRange{} : place);
-            },
-            folded.get());
-      } catch (...) {
-        // Checksums are verified before anything is used: put every folded tensor back. The placed bytes stay in
-        // the image set being prepared, which nothing reads until images_version_ is set again.
-        for (size_t i = 0; i < canonical_.size(); ++i) {
-          if (folded[i]) unfold_tensor(plan, undo[i], tensor_span(i));
-        }
-        throw;
-      }
-      for (const auto& spec : canonical_) phase.add_bytes(spec.bytes());
-    }
-    canonical_version_ = target;
+  if (canonical_.version() < target) {
+    // Plain-gather storages are written from each final chunk while it is in cache: one memory pass less than
+    // folding everything and then gathering it (prepare is memory-bound). The placed bytes stay in the image set
+    // being prepared, which nothing reads until images_version_ is set again, also when the fold fails.
+    std::vector<std::vector<Placement>> placements;
+    const auto before_mutation = [&] {
+      images_version_.reset();  // from here on the rank images are rebuilt for the target
+      placements = plan_placements(placed);
+    };
+    const CanonicalImage::FoldListener listener = [&](size_t i, std::span<uint8_t> bytes) -> FoldedRange {
+      if (placements[i].empty()) return {};
+      return [&targets = placements[i], bytes](size_t from, size_t to) {
+        for (const Placement& p : targets) place_run_range(p.run, bytes, from, to, p.storage);
+      };
+    };
+    canonical_.advance(context_.store, target, context_.threads, log, "prepare", before_mutation, listener);
   }
   images_version_.reset();
   staged_.clear();
@@ -222,20 +156,7 @@ void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
     commit_device_delta(storages, log);
     return;
   }
-  ScopedPhase phase(log, "commit.copy", storages.copy_floor());
-  const std::vector<RankImage>& images = sets_[prepared_set_];
-  // Every rank's copies are issued before any is waited for, so ranks on different devices copy in parallel.
-  for (size_t r = 0; r < images.size(); ++r) {
-    NvtxRange rank_range(fmt::format("commit.copy rank {}", r));
-    for (size_t s = 0; s < images[r].storage_count(); ++s) {
-      storages.write(static_cast<int>(r), s, 0, images[r].storage(s));
-      fault_point(context_.fault_hook, {FaultPoint::CommitStorageWritten, static_cast<int>(r), s,
-                                        context_.layouts[r].storages[s].name});
-    }
-    phase.add_bytes(images[r].payload_bytes());
-  }
-  NvtxRange wait_range("commit.copy wait");
-  storages.synchronize();
+  copy_rank_images(sets_[prepared_set_], context_.layouts, storages, context_.fault_hook, log);
 }
 
 std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t bytes) {
@@ -249,7 +170,7 @@ std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t
 
 ModeMemory CpuMode::memory() const {
   ModeMemory m;
-  m.canonical_bytes = canonical_image_.size();
+  m.canonical_bytes = canonical_.bytes();
   for (const auto& set : sets_) {
     for (const auto& image : set) m.rank_image_bytes += image.bytes();
   }

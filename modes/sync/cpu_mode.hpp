@@ -4,10 +4,10 @@
 // the ordinary loader into the rank images; commit only copies rank images into the live storages. With the
 // commit strategy "device-delta" (staged_delta.hpp) it keeps a second set of rank images, so the live one can be
 // diffed against the new one, and the pause applies the staged changes where the storages live.
-#include <map>
 #include <optional>
 
 #include "models/layout/fragment_runs.hpp"
+#include "modes/sync/canonical_image.hpp"
 #include "modes/sync/host_buffer.hpp"
 #include "modes/sync/rank_image.hpp"
 #include "modes/sync/sync_mode.hpp"
@@ -29,11 +29,10 @@ class CpuMode final : public SyncMode {
   std::span<uint8_t> native_load_staging(int rank, size_t index, uint64_t bytes) override;
 
   /// Version the canonical image holds (tests).
-  uint32_t canonical_version() const { return canonical_version_; }
-  std::span<const uint8_t> canonical_tensor(const std::string& name) const;
+  uint32_t canonical_version() const { return canonical_.version(); }
+  std::span<const uint8_t> canonical_tensor(const std::string& name) const { return canonical_.tensor(name); }
 
  private:
-  std::span<uint8_t> tensor_span(size_t index);
   /// Runs every storage of `placed` (flat index over ranks) not already written by the fold through the ordinary
   /// loader into the prepared image set.
   void build_rank_images(PhaseLog& log, const std::vector<bool>& placed);
@@ -52,12 +51,7 @@ class CpuMode final : public SyncMode {
   std::vector<RankImage>& next_images() { return sets_[device_delta() && live_known_ ? 1 - live_set_ : live_set_]; }
 
   SyncContext context_;
-  std::vector<TensorSpec> canonical_;
-  std::map<std::string, size_t, std::less<>> canonical_index_;
-  std::vector<uint64_t> canonical_offsets_;
-  HostBuffer canonical_image_;
-  uint32_t canonical_version_ = 0;
-  bool loaded_ = false;
+  CanonicalImage canonical_;
   std::vector<RankImage> sets_[2];  ///< rank images; set 1 only with device-delta
   int live_set_ = 0;                ///< device-delta: the set whose bytes the live storages hold, if live_known_
   bool live_known_ = false;

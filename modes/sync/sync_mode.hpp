@@ -34,6 +34,10 @@ struct SyncContext {
   /// The live storages the engine commits into, for what prepare may do where they live without mutating them
   /// (device-delta: digests of the live bytes, staging the delta). Null when the engine gives none.
   StorageTarget* live = nullptr;
+  /// refit mode: the transport between the trainer simulator and the receivers ("inproc" | "shm") and the
+  /// bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB, at least 64 MiB).
+  std::string refit_transport = "inproc";
+  uint64_t refit_bucket_bytes = 0;
   /// Crash and resource tests only (modes/sync/fault_point.hpp): called at every fault site; empty in production.
   FaultHook fault_hook{};
 };
@@ -77,8 +81,5 @@ class SyncMode {
     return {};
   }
 };
-
-/// "disk" | "cpu". Throws Error(Format) naming the unknown mode.
-std::unique_ptr<SyncMode> make_sync_mode(std::string_view name, SyncContext context);
 
 }  // namespace wsb

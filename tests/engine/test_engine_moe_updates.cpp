@@ -79,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(Tiny, MoeEngineUpdates,
                          ::testing::Combine(::testing::Values(std::string("glm-tiny-fp8"),
                                                               std::string("kimi-tiny-nvfp4"),
                                                               std::string("gpt-oss-tiny-mxfp4")),
-                                            ::testing::Values(std::string("disk"), std::string("cpu"))),
+                                            ::testing::Values(std::string("disk"), std::string("cpu"), std::string("refit"))),
                          test::PairParamName());
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Updates through both sync modes on the embedded engine: exact equality with a native load, storage identity,
+// Updates through every sync mode on the embedded engine: exact equality with a native load, storage identity,
 // the state-machine rules at the engine, and bad inputs that must change nothing.
 #include <gtest/gtest.h>
 
@@ -283,7 +283,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineUpdates,
                          ::testing::Values(std::make_tuple(std::string("disk"), DeltaEncoding::Xor),
                                            std::make_tuple(std::string("cpu"), DeltaEncoding::Xor),
                                            std::make_tuple(std::string("disk"), DeltaEncoding::Overwrite),
-                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Overwrite)),
+                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Overwrite),
+                                           std::make_tuple(std::string("refit"), DeltaEncoding::Xor),
+                                           std::make_tuple(std::string("refit"), DeltaEncoding::Overwrite)),
                          [](const auto& info) {
                            return std::get<0>(info.param) +
                                   (std::get<1>(info.param) == DeltaEncoding::Xor ? "_xor" : "_overwrite");

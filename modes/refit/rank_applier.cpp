@@ -1,0 +1,101 @@
+#include "modes/refit/rank_applier.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "modes/refit/refit_error.hpp"
+
+namespace wsb::refit {
+
+RankApplier::RankApplier(int rank, const RankLayout& layout, const std::vector<ShardSlice>& shards,
+                         const std::function<size_t(const std::string&)>& canonical_index)
+    : rank_(rank), shards_(shards), weights_(shards.size()) {
+  uint64_t stash = 0;
+  for (size_t s = 0; s < layout.storages.size(); ++s) {
+    Storage st;
+    st.local = rebase_on_shards(layout.storages[s], shards, canonical_index);
+    const std::vector<FragmentRun> runs = fragment_runs(st.local);
+    st.plain = !runs.empty();
+    for (const Fragment& f : st.local.fragments) {
+      const size_t w = canonical_index(f.canonical);
+      if (std::find(st.weights.begin(), st.weights.end(), w) == st.weights.end()) st.weights.push_back(w);
+    }
+    if (st.plain) {
+      for (size_t w : st.weights) weights_[w].plain_storages.push_back(s);
+      for (size_t k = 0; k < runs.size(); ++k) {
+        weights_[canonical_index(st.local.fragments[k].canonical)].placements.push_back(Target{s, runs[k]});
+      }
+    } else {
+      for (size_t w : st.weights) {
+        Weight& weight = weights_[w];
+        weight.dependents.push_back(s);
+        if (!weight.stash_offset) {
+          stash = align_up(stash, kStorageAlignment);
+          weight.stash_offset = stash;
+          stash += shards_[w].spec.bytes();
+        }
+      }
+    }
+    storages_.push_back(std::move(st));
+  }
+  if (stash > 0) stash_ = HostBuffer(stash, kImageAlignment);
+}
+
+void RankApplier::begin(RankImage& image) {
+  image_ = &image;
+  for (Storage& st : storages_) st.pending = st.weights.size();
+  for (Weight& w : weights_) w.arrived = false;
+}
+
+void RankApplier::apply(size_t index, std::span<const uint8_t> bytes) {
+  if (image_ == nullptr) fail_rank(ErrorKind::State, rank_, "weight applied outside a refit");
+  if (index >= weights_.size()) {
+    fail_rank(ErrorKind::Mismatch, rank_, fmt::format("weight index {} is beyond the model's {}", index, weights_.size()));
+  }
+  const ShardSlice& shard = shards_[index];
+  Weight& w = weights_[index];
+  if (w.arrived) fail_rank(ErrorKind::State, rank_, fmt::format("weight '{}' arrived twice", shard.spec.name));
+  if (bytes.size() != shard.spec.bytes()) {
+    fail_rank(ErrorKind::Mismatch, rank_,
+              fmt::format("weight '{}' arrived with {} B, its shard {} {} has {} B", shard.spec.name, bytes.size(),
+                          dtype_name(shard.spec.dtype), shape_string(shard.spec.shape), shard.spec.bytes()));
+  }
+  w.arrived = true;
+  for (const Target& t : w.placements) place_run_range(t.run, bytes, 0, bytes.size(), image_->storage(t.storage));
+  if (w.stash_offset && !bytes.empty()) std::memcpy(stash_.data() + *w.stash_offset, bytes.data(), bytes.size());
+  for (size_t s : w.dependents) {
+    if (--storages_[s].pending == 0) load_from_stash(s);
+  }
+  for (size_t s : w.plain_storages) --storages_[s].pending;
+}
+
+void RankApplier::load_from_stash(size_t storage) {
+  const Storage& st = storages_[storage];
+  const CanonicalLookup lookup = [&](const std::string& name) -> std::span<const uint8_t> {
+    for (size_t w : st.weights) {
+      if (shards_[w].spec.name == name) {
+        return std::span<const uint8_t>(stash_.data() + *weights_[w].stash_offset, shards_[w].spec.bytes());
+      }
+    }
+    fail_rank(ErrorKind::Missing, rank_, fmt::format("storage '{}' needs weight '{}'", st.local.name, name));
+  };
+  load_storage(st.local, lookup, image_->storage(storage));
+}
+
+void RankApplier::finish() {
+  if (image_ == nullptr) fail_rank(ErrorKind::State, rank_, "refit finished before it began");
+  image_ = nullptr;
+  for (const Storage& st : storages_) {
+    if (st.pending == 0) continue;
+    for (size_t w : st.weights) {
+      if (!weights_[w].arrived) {
+        fail_rank(ErrorKind::Missing, rank_,
+                  fmt::format("storage '{}' did not receive weight '{}'", st.local.name, shards_[w].spec.name));
+      }
+    }
+  }
+}
+
+}  // namespace wsb::refit

@@ -1,0 +1,175 @@
+#include "modes/refit/refit_mode.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "models/core/errors.hpp"
+#include "modes/refit/inproc_transport.hpp"
+#include "modes/refit/receiver_group.hpp"
+#include "modes/refit/stream_aligner.hpp"
+#include "modes/store/store.hpp"
+#include "modes/sync/commit_copy.hpp"
+
+namespace wsb::refit {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kDefaultMinBucket = 64 * kMiB;
+
+uint64_t choose_bucket_bytes(const SyncContext& context, const RankShards& shards) {
+  if (context.refit_bucket_bytes != 0) return context.refit_bucket_bytes;
+  uint64_t largest = 0;
+  for (const auto& rank : shards) {
+    for (const ShardSlice& s : rank) largest = std::max(largest, s.spec.bytes());
+  }
+  return std::max(kDefaultMinBucket, align_up(largest, kMiB));
+}
+
+const SyncContext& checked(const SyncContext& context) {
+  const auto& names = refit_transport_names();
+  if (std::find(names.begin(), names.end(), context.refit_transport) == names.end()) {
+    throw Error(ErrorKind::Format, fmt::format("refit mode: transport '{}' is unknown (known: {})",
+                                               context.refit_transport, fmt::join(names, ", ")));
+  }
+  return context;
+}
+
+/// First error of a refit, by time: the rank that detected a problem records it before it aborts the others.
+class FirstError {
+ public:
+  void record(std::exception_ptr e) {
+    std::lock_guard lock(mu_);
+    if (!first_) first_ = std::move(e);
+  }
+  void rethrow() const {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::exception_ptr first_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& refit_transport_names() {
+  static const std::vector<std::string> names{"inproc"};
+  return names;
+}
+
+RefitMode::RefitMode(SyncContext context)
+    : context_(std::move(checked(context))),
+      shards_(plan_rank_shards(context_.profile.canonical_tensors(), context_.layouts)),
+      layout_(refit_layout(shards_)),
+      trainer_(context_.profile, shards_),
+      bucket_bytes_(choose_bucket_bytes(context_, shards_)),
+      pool_(bucket_bytes_, shards_.size()) {
+  const auto index = [this](const std::string& name) {
+    const auto i = trainer_.image().index_of(name);
+    if (!i) throw Error(ErrorKind::Missing, fmt::format("refit mode: no tensor '{}'", name));
+    return *i;
+  };
+  for (size_t r = 0; r < context_.layouts.size(); ++r) {
+    images_.emplace_back(context_.layouts[r], context_.pinner);
+    appliers_.push_back(std::make_unique<RankApplier>(static_cast<int>(r), context_.layouts[r], shards_[r], index));
+  }
+}
+
+RefitMode::~RefitMode() = default;
+
+void RefitMode::on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
+  trainer_.load(checkpoint, version, log);
+  images_version_.reset();
+}
+
+void RefitMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
+  if (!trainer_.loaded()) throw Error(ErrorKind::State, "refit mode: prepare before the engine's native load");
+  if (trainer_.version() > target) {
+    throw Error(ErrorKind::State, fmt::format("refit mode: the trainer holds {}, newer than target {} (served {})",
+                                              version_string(trainer_.version()), version_string(target),
+                                              version_string(served)));
+  }
+  trainer_.advance(context_.store, target, context_.threads, log, [this] { images_version_.reset(); });
+  images_version_.reset();
+  stream(log);
+  images_version_ = target;
+  ++refits_;
+}
+
+void RefitMode::stream(PhaseLog& log) {
+  ScopedPhase phase(log, "prepare.stream", Floor::HostMemcpy);
+  const int ranks = static_cast<int>(shards_.size());
+  InProcTransport transport(ranks, bucket_bytes_);
+  StreamAligner aligner(layout_, transport, pool_);
+  RankReceiverGroup group(aligner);
+  FirstError first;
+  std::vector<std::thread> threads;
+  threads.reserve(2 * static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded here.
+    threads.emplace_back([&, r] {
+      try {
+        stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, transport);
+      } catch (...) {
+      }
+    });
+  }
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      RankApplier& applier = *appliers_[static_cast<size_t>(r)];
+      try {
+        applier.begin(images_[static_cast<size_t>(r)]);
+        while (auto batch = group.next(r)) {
+          for (size_t k = 0; k < batch->weights.size(); ++k) {
+            applier.apply(batch->first_weight + k, batch->weights[k].bytes);
+          }
+        }
+        applier.finish();
+      } catch (const Error& e) {
+        first.record(std::current_exception());
+        group.abort(r, e.kind(), e.what());
+        transport.receiver(r).cancel(e.what());
+      } catch (const std::exception& e) {
+        first.record(std::current_exception());
+        group.abort(r, ErrorKind::Fatal, e.what());
+        transport.receiver(r).cancel(e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  first.rethrow();
+  last_batches_ = aligner.batches_delivered();
+  phase.add_bytes(aligner.bytes_delivered());
+}
+
+void RefitMode::preflight(uint32_t target) const {
+  if (!images_version_ || *images_version_ != target) {
+    throw Error(ErrorKind::State, fmt::format("refit mode: rank images are not prepared for {}", version_string(target)));
+  }
+}
+
+void RefitMode::commit(StorageTarget& storages, PhaseLog& log) {
+  copy_rank_images(images_, context_.layouts, storages, context_.fault_hook, log);
+}
+
+ModeMemory RefitMode::memory() const {
+  ModeMemory m;
+  m.canonical_bytes = trainer_.image_bytes();
+  for (const auto& image : images_) m.rank_image_bytes += image.bytes();
+  m.staging_bytes = trainer_.shard_bytes() + pool_.buffer_bytes() * pool_.count();
+  for (const auto& a : appliers_) m.staging_bytes += a->stash_bytes();
+  return m;
+}
+
+std::span<uint8_t> RefitMode::native_load_staging(int rank, size_t index, uint64_t bytes) {
+  RankImage& image = images_.at(static_cast<size_t>(rank));
+  auto span = image.storage(index);
+  if (span.size() != bytes || !image.pinned()) return {};
+  return span;
+}
+
+}  // namespace wsb::refit

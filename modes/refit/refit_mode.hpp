@@ -1,0 +1,70 @@
+#pragma once
+// refit mode (DESIGN.md "refit"): non-colocated streamed refit. Prepare advances the trainer simulator to the
+// target version, then S = TP sender ranks stream their shards in transport buckets of one agreed size to one
+// receiver per engine TP rank; the receivers align their rank-local streams by weight name (StreamAligner,
+// RankReceiverGroup) and apply every aligned batch through the ordinary loader and quantization transform into
+// that rank's rank image (RankApplier: payload index i to rank i). The refit stages into rank images because the
+// target is complete only once every stream ended: an error anywhere leaves the live storages untouched. Commit
+// copies the rank images into the live storages (the pause), once per refit, so weight_version advances once.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "modes/refit/buffer_pool.hpp"
+#include "modes/refit/rank_applier.hpp"
+#include "modes/refit/rank_shards.hpp"
+#include "modes/refit/refit_layout.hpp"
+#include "modes/refit/trainer_sim.hpp"
+#include "modes/refit/transport.hpp"
+#include "modes/sync/rank_image.hpp"
+#include "modes/sync/sync_mode.hpp"
+
+namespace wsb::refit {
+
+/// Transports a refit cell may name: "inproc" (sender threads in the engine's process) and "shm" (the senders in a
+/// forked process, buckets through shared memory).
+const std::vector<std::string>& refit_transport_names();
+
+class RefitMode final : public SyncMode {
+ public:
+  /// Throws Error(Format) for an unknown context.refit_transport, and what plan_rank_shards throws.
+  explicit RefitMode(SyncContext context);
+  ~RefitMode() override;
+  std::string_view name() const override { return "refit"; }
+  void on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) override;
+  /// Phases: prepare.trainer.{plan,stage,apply_verify,shard} (the trainer's side), prepare.stream (senders, aligner
+  /// and apply into the rank images; bytes = every rank's shard bytes). Errors: the trainer's (Missing target,
+  /// Lineage, Checksum ...), then any stream error, raised with the text of the rank that detected it
+  /// ("refit: rank R: ... weight 'W'").
+  void prepare(uint32_t served, uint32_t target, PhaseLog& log) override;
+  std::optional<uint32_t> prepared_version() const override { return images_version_; }
+  void preflight(uint32_t target) const override;
+  void commit(StorageTarget& storages, PhaseLog& log) override;
+  ModeMemory memory() const override;
+  std::span<uint8_t> native_load_staging(int rank, size_t index, uint64_t bytes) override;
+
+  /// Bucket size in bytes both sides use.
+  uint64_t bucket_bytes() const { return bucket_bytes_; }
+  /// Refits streamed to completion since construction (each one is one weight-version step).
+  uint64_t refits() const { return refits_; }
+  /// Aligned batches of the last refit.
+  uint64_t last_batches() const { return last_batches_; }
+
+ private:
+  void stream(PhaseLog& log);
+
+  SyncContext context_;
+  RankShards shards_;
+  RefitLayout layout_;
+  TrainerSim trainer_;
+  uint64_t bucket_bytes_ = 0;
+  BufferPool pool_;
+  std::vector<RankImage> images_;
+  std::vector<std::unique_ptr<RankApplier>> appliers_;
+  std::optional<uint32_t> images_version_;
+  uint64_t refits_ = 0;
+  uint64_t last_batches_ = 0;
+};
+
+}  // namespace wsb::refit

@@ -1,0 +1,115 @@
+#include "modes/sync/canonical_image.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "models/core/errors.hpp"
+#include "modes/store/publication.hpp"
+#include "modes/store/store.hpp"
+#include "modes/sync/rank_image.hpp"
+#include "modes/sync/work_queue.hpp"
+
+namespace wsb {
+
+CanonicalImage::CanonicalImage(const ModelProfile& profile, std::string owner)
+    : owner_(std::move(owner)), tensors_(profile.canonical_tensors()) {
+  uint64_t cursor = 0;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    index_[tensors_[i].name] = i;
+    cursor = align_up(cursor, kStorageAlignment);
+    offsets_.push_back(cursor);
+    cursor += tensors_[i].bytes();
+  }
+  buffer_ = HostBuffer(cursor, kImageAlignment);
+}
+
+std::optional<size_t> CanonicalImage::index_of(std::string_view name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::span<uint8_t> CanonicalImage::tensor(size_t index) {
+  return buffer_.span().subspan(offsets_[index], tensors_[index].bytes());
+}
+
+std::span<const uint8_t> CanonicalImage::tensor(size_t index) const {
+  return buffer_.span().subspan(offsets_[index], tensors_[index].bytes());
+}
+
+std::span<const uint8_t> CanonicalImage::tensor(const std::string& name) const {
+  const auto index = index_of(name);
+  if (!index) throw Error(ErrorKind::Missing, fmt::format("{}: no tensor '{}'", owner_, name));
+  return tensor(*index);
+}
+
+void CanonicalImage::load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
+  ScopedPhase phase(log, "load.canonical_image", Floor::HostMemcpy);
+  loaded_ = false;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const auto& spec = tensors_[i];
+    expect_tensor(checkpoint, spec, checkpoint.dir().string());
+    auto src = checkpoint.data(spec.name);
+    std::copy(src.begin(), src.end(), tensor(i).begin());
+    checkpoint.release(spec.name);  // the image now holds it; keep the resident set bounded
+    phase.add_bytes(src.size());
+  }
+  version_ = version;
+  loaded_ = true;
+}
+
+void CanonicalImage::advance(const std::filesystem::path& store_dir, uint32_t target, int threads, PhaseLog& log,
+                             std::string_view phase_prefix, const std::function<void()>& before_mutation,
+                             const FoldListener& listener) {
+  if (!loaded_) throw Error(ErrorKind::State, fmt::format("{}: prepare before the engine's native load", owner_));
+  if (target <= version_) {
+    throw Error(ErrorKind::State, fmt::format("{}: the canonical image holds {}, not older than target {}", owner_,
+                                              version_string(version_), version_string(target)));
+  }
+  Store store(store_dir);
+  UpdatePlan plan;
+  {
+    ScopedPhase phase(log, fmt::format("{}.plan", phase_prefix));
+    plan = plan_update(store, version_, target);
+    check_plan_covers(plan, tensors_);
+  }
+  if (before_mutation) before_mutation();
+  {
+    // Stage the compressed deltas once: fault every payload page in (they are memory-mapped).
+    ScopedPhase phase(log, fmt::format("{}.stage", phase_prefix), Floor::DiskRead);
+    uint64_t sink = 0;
+    for (const auto& step : plan.steps) {
+      for (const auto& spec : tensors_) {
+        auto payload = step->payload(spec.name);
+        for (size_t i = 0; i < payload.size(); i += 4096) sink += payload[i];
+        phase.add_bytes(payload.size());
+      }
+    }
+    volatile uint64_t keep = sink;
+    (void)keep;
+  }
+  ScopedPhase phase(log, fmt::format("{}.apply_verify", phase_prefix), Floor::HostMemcpy);
+  std::vector<FoldUndo> undo(tensors_.size());
+  std::unique_ptr<bool[]> folded(new bool[tensors_.size()]());
+  try {
+    run_largest_first(
+        tensors_.size(), threads, [&](size_t i) { return tensors_[i].bytes(); },
+        [&](size_t i) {
+          const std::span<uint8_t> bytes = tensor(i);
+          fold_tensor(plan, tensors_[i], bytes, &undo[i], listener ? listener(i, bytes) : FoldedRange{});
+        },
+        folded.get());
+  } catch (...) {
+    // Checksums are verified before anything is used: put every folded tensor back.
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      if (folded[i]) unfold_tensor(plan, undo[i], tensor(i));
+    }
+    throw;
+  }
+  for (const auto& spec : tensors_) phase.add_bytes(spec.bytes());
+  version_ = target;
+}
+
+}  // namespace wsb

@@ -1,0 +1,71 @@
+#pragma once
+// The canonical checkpoint of one version in host memory, tensor by tensor, moved to a newer version by folding
+// the store's deltas in canonical space (delta_fold.hpp). The cpu mode keeps one per host; the refit mode's trainer
+// simulator keeps one as the trainer's copy of the weights.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/checkpoint/checkpoint.hpp"
+#include "models/core/phase_log.hpp"
+#include "models/profile/profile.hpp"
+#include "modes/sync/delta_fold.hpp"
+#include "modes/sync/host_buffer.hpp"
+
+namespace wsb {
+
+class CanonicalImage {
+ public:
+  /// Allocates (zero-filled) every canonical tensor of `profile`, each 64 B aligned. `owner` prefixes error
+  /// messages ("cpu mode", "refit trainer"). Throws std::bad_alloc.
+  CanonicalImage(const ModelProfile& profile, std::string owner);
+
+  const std::vector<TensorSpec>& tensors() const { return tensors_; }
+  /// Index of tensor `name` in tensors(); nullopt when the profile has no such tensor.
+  std::optional<size_t> index_of(std::string_view name) const;
+  std::span<uint8_t> tensor(size_t index);
+  std::span<const uint8_t> tensor(size_t index) const;
+  /// Throws Error(Missing, "<owner>: no tensor 'NAME'").
+  std::span<const uint8_t> tensor(const std::string& name) const;
+  /// Bytes of the whole image (alignment padding included).
+  uint64_t bytes() const { return buffer_.size(); }
+  bool loaded() const { return loaded_; }
+  /// The version the image holds (meaningful once loaded()).
+  uint32_t version() const { return version_; }
+
+  /// Copies every canonical tensor of `checkpoint` (the native load's, at `version`) into the image, releasing each
+  /// from the reader once copied (bounded resident set). Phase "load.canonical_image". Throws what expect_tensor
+  /// throws (Missing/Mismatch naming the tensor and the checkpoint directory).
+  void load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log);
+
+  /// Where the fold of tensor `index` (whose bytes are `bytes`) reports its final ranges; an empty FoldedRange
+  /// when nothing listens.
+  using FoldListener = std::function<FoldedRange(size_t index, std::span<uint8_t> bytes)>;
+
+  /// Folds the deltas of `store` from version() to `target` (> version()) on `threads` threads, largest tensor
+  /// first, verifying every tensor's checksum; phases "<phase_prefix>.plan", ".stage" (the compressed payloads
+  /// faulted in, DiskRead floor) and ".apply_verify" (HostMemcpy floor). Planning errors (Missing: not published,
+  /// Lineage, Missing/Mismatch tensor set) throw before anything changes; `before_mutation` runs right after the
+  /// plan checks out. On a fold error (Format/Checksum naming the tensor) every folded tensor is put back, so the
+  /// image still holds version(). Throws Error(State) when not loaded or target <= version().
+  void advance(const std::filesystem::path& store, uint32_t target, int threads, PhaseLog& log,
+               std::string_view phase_prefix, const std::function<void()>& before_mutation,
+               const FoldListener& listener = {});
+
+ private:
+  std::string owner_;
+  std::vector<TensorSpec> tensors_;
+  std::map<std::string, size_t, std::less<>> index_;
+  std::vector<uint64_t> offsets_;
+  HostBuffer buffer_;
+  uint32_t version_ = 0;
+  bool loaded_ = false;
+};
+
+}  // namespace wsb
