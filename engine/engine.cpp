@@ -70,6 +70,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
   SyncContext context{options_.profile, layouts_, options_.store, options_.workdir, options_.prepare_threads};
   context.pinner = pinner_;
   context.commit_strategy = options_.commit_strategy;
+  context.refit_transport = options_.refit_transport;
+  context.refit_bucket_bytes = options_.refit_bucket_bytes;
   context.fault_hook = options_.fault_hook;
   context.live = device_transforms_ ? static_cast<StorageTarget*>(device_transforms_.get()) : storages_.get();
   mode_ = make_sync_mode(options_.mode, std::move(context));

@@ -33,7 +33,7 @@ class DeviceTransformTarget;
 struct EngineOptions {
   ModelProfile profile;
   int tp = 1;
-  std::string mode = "cpu";         ///< sync mode: "disk" | "cpu"
+  std::string mode = "cpu";         ///< sync mode: "disk" | "cpu" | "refit"
   std::filesystem::path store;      ///< publication store the mode reads
   std::filesystem::path workdir;    ///< mode-private files
   int prepare_threads = 2;
@@ -49,6 +49,9 @@ struct EngineOptions {
   /// device.delta_staging_bytes per device (cuda), or on the cpu backend that many host bytes (0: a quarter of the
   /// storages' bytes).
   std::string commit_strategy = "full";
+  /// refit mode: transport ("inproc" | "shm") and bucket size in bytes (0: the mode's default), SyncContext's.
+  std::string refit_transport = "inproc";
+  uint64_t refit_bucket_bytes = 0;
   /// Crash and resource tests, and `wsbench serve --fault`, only: called at every fault site of prepare and commit
   /// (modes/sync/fault_point.hpp). A throw at a commit site is fatal for the engine, as any failure after mutation.
   FaultHook fault_hook{};

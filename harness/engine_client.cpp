@@ -9,6 +9,8 @@ EmbeddedEngineClient::EmbeddedEngineClient(const EngineLaunch& launch, const std
   options.device = launch.device;
   options.cupti = launch.cupti;
   options.commit_strategy = launch.commit_strategy;
+  options.refit_transport = launch.refit_transport;
+  options.refit_bucket_bytes = launch.refit_bucket_bytes;
   engine_ = std::make_unique<Engine>(std::move(options));
   load_report_ = engine_->load_native(checkpoint_dir, version);
 }

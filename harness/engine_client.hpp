@@ -68,6 +68,8 @@ struct EngineLaunch {
   DeviceStorageOptions device{};  ///< cuda backend: H2D chunk and copy streams
   bool cupti = false;            ///< cuda backend: CUPTI summary of every commit
   std::string commit_strategy = "full";  ///< cpu mode: "full" | "device-delta"
+  std::string refit_transport = "inproc";  ///< refit mode: "inproc" | "shm"
+  uint64_t refit_bucket_bytes = 0;         ///< refit mode: bucket size, bytes (0: the mode's default)
   std::string engine = "embedded";  ///< "embedded" (in-process) | "http" (a server started from `server`)
   HttpServerSpec server{};          ///< http only
   std::optional<int> layers{}, experts{};  ///< the profile's scale ({layers}, {experts} of the server command)

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "models/core/errors.hpp"
+#include "modes/refit/refit_mode.hpp"
 
 namespace wsb {
 namespace {
@@ -17,10 +18,10 @@ const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtim
                                         "tp",       "n",      "seed",    "target",          "publish_versions",
                                         "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
-                                        "delta_staging_bytes",
+                                        "delta_staging_bytes", "transport", "bucket_bytes",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
                                         "server_request_timeout_s", "store"};
-const std::set<std::string> kModes{"disk", "cpu"};
+const std::set<std::string> kModes{"disk", "cpu", "refit"};
 const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda", "http"};
 const std::set<std::string> kEncodings{"xor", "overwrite"};
 
@@ -75,6 +76,8 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("chunk_bytes")) cell.chunk_bytes = get_field<uint64_t>(j, "chunk_bytes", where);
   if (j.contains("copy_streams")) cell.copy_streams = get_field<int>(j, "copy_streams", where);
   if (j.contains("commit_strategy")) cell.commit_strategy = get_field<std::string>(j, "commit_strategy", where);
+  if (j.contains("transport")) cell.transport = get_field<std::string>(j, "transport", where);
+  if (j.contains("bucket_bytes")) cell.bucket_bytes = get_field<uint64_t>(j, "bucket_bytes", where);
   if (j.contains("delta_staging_bytes")) {
     cell.delta_staging_bytes = get_field<uint64_t>(j, "delta_staging_bytes", where);
   }
@@ -112,7 +115,7 @@ std::string names(const std::map<std::string, Launcher>& launchers) {
 
 void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& launchers, const std::string& where) {
   if (cell.model.empty()) fail(where, "field 'model' is required");
-  if (!kModes.contains(cell.mode)) fail(where, fmt::format("field 'mode': unknown mode '{}' (disk, cpu)", cell.mode));
+  if (!kModes.contains(cell.mode)) fail(where, fmt::format("field 'mode': unknown mode '{}' (disk, cpu, refit)", cell.mode));
   if (!launchers.contains(cell.runtime)) {
     fail(where, fmt::format("field 'runtime': unknown runtime '{}' ({})", cell.runtime, names(launchers)));
   }
@@ -145,12 +148,29 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
     fail(where, fmt::format("field 'commit_strategy' '{}' applies to mode cpu only (mode is '{}')", cell.commit_strategy,
                             cell.mode));
   }
+  const auto& transports = refit::refit_transport_names();
+  if (std::find(transports.begin(), transports.end(), cell.transport) == transports.end()) {
+    fail(where, fmt::format("field 'transport': unknown transport '{}' ({})", cell.transport, fmt::join(transports, ", ")));
+  }
+  if (cell.mode != "refit" && (cell.transport != "inproc" || cell.bucket_bytes != 0)) {
+    fail(where, fmt::format("fields 'transport' and 'bucket_bytes' apply to mode refit only (mode is '{}')", cell.mode));
+  }
+  if (cell.mode == "refit" && cell.uses_http()) {
+    // The trainer simulator streams into the embedded engine's receivers; a served engine has no stream endpoint.
+    fail(where, "mode 'refit' needs an embedded engine (embedded-cpu or embedded-cuda), not 'http'");
+  }
   if (!cell.uses_http() && (!cell.server_command.empty() || !cell.store.empty())) {
     fail(where, fmt::format("fields 'server_command' and 'store' need engine 'http', not '{}'", cell.engine));
   }
 }
 
 }  // namespace
+
+std::string MatrixCell::mode_label() const {
+  // A commit strategy other than the default, and a refit's transport, are part of the mode's name.
+  if (mode == "refit") return mode + "+" + transport;
+  return commit_strategy == "full" ? mode : mode + "+" + commit_strategy;
+}
 
 nlohmann::json MatrixCell::to_json() const {
   nlohmann::json j{{"id", id},         {"model", model},     {"mode", mode},
@@ -161,6 +181,10 @@ nlohmann::json MatrixCell::to_json() const {
   if (density) j["density"] = *density;
   if (layers) j["layers"] = *layers;
   if (experts) j["experts"] = *experts;
+  if (mode == "refit") {
+    j["transport"] = transport;
+    j["bucket_bytes"] = bucket_bytes;
+  }
   if (commit_strategy != "full") {
     j["commit_strategy"] = commit_strategy;
     if (delta_staging_bytes > 0) j["delta_staging_bytes"] = delta_staging_bytes;
@@ -211,9 +235,7 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
     apply_fields(cell, cj, where);
     validate(cell, m.launchers, where);
     if (cell.id.empty()) {
-      // A commit strategy other than the default is part of the mode's name: "cpu+device-delta".
-      const std::string mode = cell.commit_strategy == "full" ? cell.mode : cell.mode + "+" + cell.commit_strategy;
-      cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, mode, cell.runtime, cell.tp);
+      cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, cell.mode_label(), cell.runtime, cell.tp);
     }
     if (!ids.insert(cell.id).second) fail(where, fmt::format("duplicate cell id '{}'", cell.id));
     m.cells.push_back(cell);

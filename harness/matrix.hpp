@@ -18,7 +18,7 @@ namespace wsb {
 struct MatrixCell {
   std::string id;            ///< "<model>/<mode>/<runtime>/tp<N>" unless given
   std::string model;         ///< profile id
-  std::string mode;          ///< "disk" | "cpu"
+  std::string mode;          ///< "disk" | "cpu" | "refit"
   std::string runtime = "native";  ///< launcher name: native | gvisor | one of the matrix's `launchers`
   /// "embedded-cpu" (host storages) | "embedded-cuda" (device storages) | "http" (a server per boot, driven over
   /// the HTTP engine API: `wsbench serve` by default, or `server_command`, e.g. an SGLang-fork launch line)
@@ -39,6 +39,12 @@ struct MatrixCell {
   int prepare_threads = 2;
   /// cpu mode's commit strategy: "full" | "device-delta" (modes/sync/staged_delta.hpp).
   std::string commit_strategy = "full";
+  /// refit mode: transport between trainer simulator and receivers, "inproc" | "shm" (modes/refit/refit_mode.hpp),
+  /// and the bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB, at least 64 MiB).
+  std::string transport = "inproc";
+  uint64_t bucket_bytes = 0;
+  /// The mode as ids, tables and comparisons name it: "cpu+device-delta", "refit+shm"; plain "disk" / "cpu".
+  std::string mode_label() const;
   uint64_t delta_staging_bytes = 0;  ///< device-delta staging area per device (0: the engine's default)
   uint64_t floor_bytes = 64ull << 20;  ///< buffer size of the floor measurements
   // embedded-cuda only:

@@ -434,6 +434,8 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
 
     EngineLaunch launch{profile, cell.tp, cell.mode, store_dir, options.workdir, cell.prepare_threads};
     launch.commit_strategy = cell.commit_strategy;
+    launch.refit_transport = cell.transport;
+    launch.refit_bucket_bytes = cell.bucket_bytes;
     launch.device.delta_staging_bytes = cell.delta_staging_bytes;
     if (cell.uses_cuda()) {
       launch.backend = "cuda";

@@ -95,6 +95,7 @@ struct Cell {
   std::string model;
   std::string mode;     ///< disk | cpu | refit | ...
   std::string commit_strategy = "full";  ///< cpu mode: full | device-delta (JSON field absent for full)
+  std::string transport;                 ///< refit mode: inproc | shm (JSON field absent for other modes)
   std::string runtime;  ///< native | gvisor | user launcher name
   std::string engine;   ///< embedded-cpu | ...
   int64_t tp = 1;
@@ -107,9 +108,9 @@ struct Cell {
   std::vector<Trial> trials;
   nlohmann::json extra = nlohmann::json::object();
   bool operator==(const Cell&) const = default;
-  /// The mode as tables and comparisons name it: "cpu+device-delta" for a non-default commit strategy, so the
-  /// strategies of one model are never averaged together.
-  std::string mode_label() const { return commit_strategy == "full" ? mode : mode + "+" + commit_strategy; }
+  /// The mode as tables and comparisons name it: "cpu+device-delta" for a non-default commit strategy, "refit+shm"
+  /// with the refit's transport, so the strategies of one model are never averaged together.
+  std::string mode_label() const;
 };
 
 /// A whole results.json: one host's run, or several merged (then `hosts` lists each host's context).

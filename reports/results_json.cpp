@@ -143,6 +143,7 @@ Cell parse_cell(const json& j, const std::string& where) {
   v.model = c.required<std::string>("model");
   v.mode = c.required<std::string>("mode");
   v.commit_strategy = c.optional<std::string>("commit_strategy").value_or("full");
+  v.transport = c.optional<std::string>("transport").value_or("");
   v.runtime = c.required<std::string>("runtime");
   v.engine = c.required<std::string>("engine");
   v.tp = c.required<int64_t>("tp");
@@ -256,6 +257,7 @@ void to_json(json& j, const Cell& v) {
   j["model"] = v.model;
   j["mode"] = v.mode;
   if (v.commit_strategy != "full") j["commit_strategy"] = v.commit_strategy;
+  if (!v.transport.empty()) j["transport"] = v.transport;
   j["runtime"] = v.runtime;
   j["engine"] = v.engine;
   j["tp"] = v.tp;

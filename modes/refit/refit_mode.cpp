@@ -29,6 +29,20 @@ uint64_t choose_bucket_bytes(const SyncContext& context, const RankShards& shard
   return std::max(kDefaultMinBucket, align_up(largest, kMiB));
 }
 
+/// Refuses a bucket that some weight does not fit in (the senders never split a weight), naming the first one.
+uint64_t checked_bucket(uint64_t bucket, const RankShards& shards) {
+  for (size_t r = 0; r < shards.size(); ++r) {
+    for (const ShardSlice& s : shards[r]) {
+      if (s.spec.bytes() > bucket) {
+        throw Error(ErrorKind::Mismatch, fmt::format("refit mode: bucket_size_bytes {} B is smaller than weight '{}' "
+                                                     "({} B on rank {}); use a bucket of at least that size",
+                                                     bucket, s.spec.name, s.spec.bytes(), r));
+      }
+    }
+  }
+  return bucket;
+}
+
 const SyncContext& checked(const SyncContext& context) {
   const auto& names = refit_transport_names();
   if (std::find(names.begin(), names.end(), context.refit_transport) == names.end()) {
@@ -66,7 +80,7 @@ RefitMode::RefitMode(SyncContext context)
       shards_(plan_rank_shards(context_.profile.canonical_tensors(), context_.layouts)),
       layout_(refit_layout(shards_)),
       trainer_(context_.profile, shards_),
-      bucket_bytes_(choose_bucket_bytes(context_, shards_)),
+      bucket_bytes_(checked_bucket(choose_bucket_bytes(context_, shards_), shards_)),
       pool_(bucket_bytes_, shards_.size()) {
   const auto index = [this](const std::string& name) {
     const auto i = trainer_.image().index_of(name);

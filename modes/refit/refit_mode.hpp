@@ -28,7 +28,8 @@ const std::vector<std::string>& refit_transport_names();
 
 class RefitMode final : public SyncMode {
  public:
-  /// Throws Error(Format) for an unknown context.refit_transport, and what plan_rank_shards throws.
+  /// Throws Error(Format) for an unknown context.refit_transport, Error(Mismatch) naming the weight and rank when a
+  /// shard is larger than the bucket (senders never split a weight), and what plan_rank_shards throws.
   explicit RefitMode(SyncContext context);
   ~RefitMode() override;
   std::string_view name() const override { return "refit"; }

@@ -40,7 +40,7 @@ TEST(Matrix, ErrorsNameCellAndField) {
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "tpp": 2}]})")),
             "m.json: cell 0: unknown field 'tpp'");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "ram"}]})")),
-            "m.json: cell 0: field 'mode': unknown mode 'ram' (disk, cpu)");
+            "m.json: cell 0: field 'mode': unknown mode 'ram' (disk, cpu, refit)");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"id": "c", "model": "a", "mode": "cpu", "tp": "2"}]})")),
             "m.json: cell 0 (c): field 'tp' must be an integer, got \"2\"");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "tp": 1.7}]})")),
@@ -63,23 +63,42 @@ TEST(Matrix, ErrorsNameCellAndField) {
             "m.json: cell 0: field 'model' is required");
 }
 
+TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
+  const auto m = parse_matrix(nlohmann::json::parse(
+                                  R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "bucket_bytes": 4096}]})"),
+                              "m.json");
+  EXPECT_EQ(m.cells[0].id, "a/refit+inproc/native/tp1");
+  EXPECT_EQ(m.cells[0].to_json()["transport"], "inproc");
+  EXPECT_EQ(m.cells[0].to_json()["bucket_bytes"], 4096);
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "transport": "pigeon"}]})")),
+            "m.json: cell 0: field 'transport': unknown transport 'pigeon' (inproc)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "bucket_bytes": 4096}]})")),
+            "m.json: cell 0: fields 'transport' and 'bucket_bytes' apply to mode refit only (mode is 'cpu')");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "engine": "http"}]})")),
+            "m.json: cell 0: mode 'refit' needs an embedded engine (embedded-cpu or embedded-cuda), not 'http'");
+}
+
 TEST(Matrix, TheSmokeMatrixLoads) {
   const auto m = load_matrix(std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
   // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; llama and kimi cpu+device-delta; tiny llama x both under
   // gvisor
-  ASSERT_EQ(m.cells.size(), 12u);
+  ASSERT_EQ(m.cells.size(), 14u);
   EXPECT_EQ(m.cells[0].mode, "disk");
   EXPECT_EQ(m.cells[1].mode, "cpu");
   EXPECT_EQ(m.cells[0].tp, 2);
   EXPECT_EQ(m.cells[0].n, 3);
-  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
   EXPECT_EQ(m.cells[8].id, "llama-tiny-bf16/cpu+device-delta/native/tp2");
   EXPECT_EQ(m.cells[8].commit_strategy, "device-delta");
   EXPECT_EQ(m.cells[9].id, "kimi-tiny-nvfp4/cpu+device-delta/native/tp2");
-  EXPECT_EQ(m.cells[10].id, "llama-tiny-bf16/disk/gvisor/tp2");
-  EXPECT_EQ(m.cells[11].id, "llama-tiny-bf16/cpu/gvisor/tp2");
-  EXPECT_EQ(m.cells[11].n, 3);
-  EXPECT_EQ(m.cells[11].engine, "embedded-cpu");
+  EXPECT_EQ(m.cells[10].id, "llama-tiny-bf16/refit+inproc/native/tp2");
+  EXPECT_EQ(m.cells[10].bucket_bytes, 131072u);
+  EXPECT_EQ(m.cells[11].id, "kimi-tiny-nvfp4/refit+inproc/native/tp2");
+  EXPECT_EQ(m.cells[12].id, "llama-tiny-bf16/disk/gvisor/tp2");
+  EXPECT_EQ(m.cells[13].id, "llama-tiny-bf16/cpu/gvisor/tp2");
+  EXPECT_EQ(m.cells[13].n, 3);
+  EXPECT_EQ(m.cells[13].engine, "embedded-cpu");
   EXPECT_EQ(filter_cells(m.cells, "gvisor").size(), 2u);
 }
 
@@ -240,10 +259,17 @@ TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
 TEST(Matrix, TheShippedMatricesLoad) {
   const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
   const auto cuda = load_matrix(dir / "smoke-cuda.json");
-  ASSERT_EQ(cuda.cells.size(), 10u);
+  ASSERT_EQ(cuda.cells.size(), 12u);
+  EXPECT_EQ(cuda.cells[10].mode, "refit");
+  EXPECT_EQ(cuda.cells[11].mode, "refit");
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
-  ASSERT_EQ(h200.cells.size(), 17u);
+  ASSERT_EQ(h200.cells.size(), 20u);
+  for (size_t i = 17; i < 20; ++i) {
+    EXPECT_EQ(h200.cells[i].mode, "refit") << h200.cells[i].id;
+    EXPECT_EQ(h200.cells[i].transport, "inproc") << h200.cells[i].id;
+  }
+  EXPECT_EQ(h200.cells[17].bucket_bytes, 1ull << 30);
   EXPECT_EQ(h200.cells[0].model, "llama-3.1-8b-bf16");
   EXPECT_FALSE(h200.cells[0].scaled());  // full size
   EXPECT_EQ(h200.cells[1].id, "llama-3.1-8b-bf16/cpu+device-delta/native/tp1");

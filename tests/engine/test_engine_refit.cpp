@@ -1,0 +1,176 @@
+// The refit mode end to end on the CPU backend: one weight-version step per refit however many aligned batches
+// it streams, rank images byte-identical to the ordinary loader over a native load, probes during a refit served
+// at one version, and bad setups refused with the live weights untouched.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "engine/engine.hpp"
+#include "engine/host_storages.hpp"
+#include "models/core/errors.hpp"
+#include "models/forward/forward.hpp"
+#include "modes/refit/refit_mode.hpp"
+#include "modes/refit/sender.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace wsb {
+namespace {
+
+constexpr uint64_t kSeed = 7;
+constexpr int kTp = 2;
+
+GenerateRequest probe() {
+  GenerateRequest r;
+  r.input_ids = tokenize_bytes("refit probe");
+  r.max_new_tokens = 4;
+  return r;
+}
+
+/// Bucket size that makes the tiny model stream in many buckets: the largest shard, so every weight fits.
+uint64_t smallest_bucket(const refit::RankShards& shards) {
+  uint64_t largest = 0;
+  for (const auto& rank : shards) {
+    for (const auto& s : rank) largest = std::max(largest, s.spec.bytes());
+  }
+  return largest;
+}
+
+/// Aligned batches the receivers must form: the global order split at every rank's bucket boundary.
+uint64_t expected_batches(const refit::RankShards& shards, uint64_t bucket) {
+  std::set<size_t> cuts;
+  for (size_t r = 0; r < shards.size(); ++r) {
+    std::vector<refit::ShardWeight> weights;
+    std::vector<std::vector<uint8_t>> bytes;
+    for (const auto& s : shards[r]) bytes.emplace_back(s.spec.bytes());
+    for (size_t i = 0; i < shards[r].size(); ++i) weights.push_back({shards[r][i].spec, bytes[i]});
+    size_t end = 0;
+    for (const auto& bucket_entries : refit::plan_buckets(static_cast<int>(r), weights, bucket)) {
+      end += bucket_entries.size();
+      cuts.insert(end);
+    }
+  }
+  return cuts.size();
+}
+
+class RefitModeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { test::publish_tiny(store(), 3, kSeed); }
+  std::filesystem::path store() const { return dir_ / "store"; }
+  SyncContext context(uint64_t bucket) const {
+    SyncContext c{test::tiny_profile(), build_rank_layouts(test::tiny_profile(), kTp), store(), dir_ / "work", 2};
+    c.refit_bucket_bytes = bucket;
+    return c;
+  }
+  EngineOptions engine_options(uint64_t bucket, const std::string& name) const {
+    EngineOptions o{test::tiny_profile(), kTp, "refit", store(), dir_ / name, 2};
+    o.refit_bucket_bytes = bucket;
+    return o;
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(RefitModeTest, OneVersionStepPerRefitAcrossManyBatchesAndImagesEqualTheOrdinaryLoader) {
+  const ModelProfile profile = test::tiny_profile();
+  const auto layouts = build_rank_layouts(profile, kTp);
+  const auto shards = refit::plan_rank_shards(profile.canonical_tensors(), layouts);
+  const uint64_t bucket = smallest_bucket(shards);
+  refit::RefitMode mode(context(bucket));
+  EXPECT_EQ(mode.bucket_bytes(), bucket);
+  PhaseLog log;
+  mode.on_native_load(CheckpointReader(Store(store()).update_dir(0)), 0, log);
+  mode.prepare(0, 2, log);  // a catch-up over two deltas is still one refit
+
+  EXPECT_EQ(mode.refits(), 1u);
+  EXPECT_EQ(mode.prepared_version(), 2u);
+  const uint64_t batches = expected_batches(shards, bucket);
+  EXPECT_GE(batches, 5u);  // many batches, one refit
+  EXPECT_EQ(mode.last_batches(), batches);
+  uint64_t shard_bytes = 0;
+  for (const auto& rank : shards) {
+    for (const auto& s : rank) shard_bytes += s.spec.bytes();
+  }
+  EXPECT_EQ(log.bytes("prepare.stream"), shard_bytes);
+
+  HostStorages live(layouts);
+  mode.preflight(2);
+  mode.commit(live, log);
+  const auto reference_dir = dir_ / "full-v2";
+  write_full_checkpoint(profile, kSeed, 2, std::nullopt, reference_dir);
+  CheckpointReader reference(reference_dir);
+  const CanonicalLookup lookup = [&](const std::string& name) { return reference.data(name); };
+  for (int r = 0; r < kTp; ++r) {
+    for (size_t s = 0; s < layouts[r].storages.size(); ++s) {
+      std::vector<uint8_t> expected(layouts[r].storages[s].bytes());
+      load_storage(layouts[r].storages[s], lookup, expected);
+      const auto got = live.storage(r, s);
+      ASSERT_TRUE(std::equal(got.begin(), got.end(), expected.begin(), expected.end()))
+          << "rank " << r << " storage " << layouts[r].storages[s].name;
+    }
+  }
+
+  mode.prepare(2, 3, log);
+  EXPECT_EQ(mode.refits(), 2u);
+  EXPECT_EQ(mode.prepared_version(), 3u);
+}
+
+TEST_F(RefitModeTest, ProbesDuringTheRefitAreServedAtTheOldVersionAndCommitBumpsItOnce) {
+  const auto shards =
+      refit::plan_rank_shards(test::tiny_profile().canonical_tensors(), build_rank_layouts(test::tiny_profile(), kTp));
+  Engine engine(engine_options(smallest_bucket(shards), "work"));
+  engine.load_native(Store(store()).update_dir(0), 0);
+  const std::string v0 = fingerprint(engine.generate(probe()));
+  std::atomic<bool> done{false};
+  std::vector<std::pair<uint32_t, std::string>> seen;
+  std::thread prober([&] {
+    while (!done.load()) {
+      const GenerateResponse r = engine.generate(probe());
+      seen.emplace_back(r.weight_version, fingerprint(r));
+    }
+  });
+  engine.prepare(3);
+  done = true;
+  prober.join();
+  ASSERT_FALSE(seen.empty());
+  for (const auto& [version, fp] : seen) {
+    EXPECT_EQ(version, 0u);
+    EXPECT_EQ(fp, v0);
+  }
+  EXPECT_EQ(engine.weight_version(), 0u);
+  engine.commit(3);
+  EXPECT_EQ(engine.weight_version(), 3u);  // v0 -> v3 in one step, never 1 or 2
+
+  const auto native_dir = dir_ / "full-v3";
+  write_full_checkpoint(test::tiny_profile(), kSeed, 3, std::nullopt, native_dir);
+  Engine native(engine_options(0, "native"));
+  native.load_native(native_dir, 3);
+  EXPECT_EQ(engine.storage_checksums(), native.storage_checksums());
+  EXPECT_EQ(fingerprint(engine.generate(probe())), fingerprint(native.generate(probe())));
+}
+
+TEST_F(RefitModeTest, BucketSmallerThanAWeightIsRefusedAtSetupNamingTheWeightAndTheSizeNeeded) {
+  const auto shards =
+      refit::plan_rank_shards(test::tiny_profile().canonical_tensors(), build_rank_layouts(test::tiny_profile(), kTp));
+  const uint64_t needed = smallest_bucket(shards);
+  std::string largest;
+  for (const auto& s : shards[0]) {
+    if (s.spec.bytes() == needed && largest.empty()) largest = s.spec.name;
+  }
+  ASSERT_FALSE(largest.empty());  // rank 0 holds a largest shard (the embedding rows)
+  test::expect_error([&] { Engine engine(engine_options(needed - 1, "work")); }, ErrorKind::Mismatch,
+                     {fmt::format("refit mode: bucket_size_bytes {} B is smaller than weight '{}' ({} B on rank 0)",
+                                  needed - 1, largest, needed)});
+}
+
+TEST_F(RefitModeTest, UnknownTransportIsRefusedAtSetup) {
+  EngineOptions o = engine_options(0, "work");
+  o.refit_transport = "carrier-pigeon";
+  test::expect_error([&] { Engine engine(o); }, ErrorKind::Format,
+                     {"refit mode: transport 'carrier-pigeon' is unknown (known: inproc"});
+}
+
+}  // namespace
+}  // namespace wsb
