@@ -264,11 +264,13 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
 
 ShmTransport::ShmTransport(int ranks, uint64_t bucket_size_bytes, ShmTransportOptions options)
     : bucket_size_bytes_(bucket_size_bytes), depth_(options.depth), options_(std::move(options)) {
-  if (ranks < 1 || depth_ < 1 || bucket_size_bytes == 0 || options_.max_entries_bytes == 0) {
+  if (ranks < 1 || depth_ < 1 || bucket_size_bytes == 0 || options_.max_entries_bytes == 0 ||
+      options_.wait_slice.count() <= 0) {
     throw Error(ErrorKind::Mismatch,
-                fmt::format("refit: shared-memory transport needs ranks >= 1, depth >= 1, bucket_size_bytes > 0 and "
-                            "max_entries_bytes > 0 (got {}, {}, {}, {})",
-                            ranks, depth_, bucket_size_bytes, options_.max_entries_bytes));
+                fmt::format("refit: shared-memory transport needs ranks >= 1, depth >= 1, bucket_size_bytes > 0, "
+                            "max_entries_bytes > 0 and wait_slice > 0 (got {}, {}, {}, {}, {} ms)",
+                            ranks, depth_, bucket_size_bytes, options_.max_entries_bytes,
+                            options_.wait_slice.count()));
   }
   RingGeometry geo{.bucket_bytes = bucket_size_bytes, .depth = depth_, .max_entries_bytes = options_.max_entries_bytes};
   geo.payload_offset = round_up(sizeof(SlotHeader) + geo.max_entries_bytes, kPage);
@@ -331,6 +333,8 @@ void ShmTransport::close_receivers() noexcept {
   for (auto& c : channels_) c->close_receiver();
 }
 
-uint64_t ShmTransport::buckets_published(int rank) const { return channels_.at(static_cast<size_t>(rank))->published(); }
+uint64_t ShmTransport::buckets_published(int rank) const {
+  return channels_.at(static_cast<size_t>(rank))->published();
+}
 
 }  // namespace wsb::refit

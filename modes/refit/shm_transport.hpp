@@ -25,8 +25,8 @@
 
 namespace wsb::refit {
 
-/// Default size of one slot's entry area in bytes: ~2000 entries with 100-character names and 2-D shapes. Pages of
-/// it that no bucket writes are never touched, so generous costs little.
+/// Default size of one slot's entry area in bytes: ~2000 entries with 100-character names and 2-D shapes. It is
+/// reserved with the ring (ranks x depth x this: 4 MiB for 8 ranks of 2 slots), small next to the payload slots.
 inline constexpr uint64_t kDefaultMaxEntriesBytes = 256 << 10;
 
 /// Liveness of the peer process: true while it runs. Called from the waiting thread between wait slices (possibly
@@ -38,16 +38,17 @@ using PeerAlive = std::function<bool()>;
 struct ShmTransportOptions {
   size_t depth = 2;                                      ///< slots per rank ring (>= 1)
   uint64_t max_entries_bytes = kDefaultMaxEntriesBytes;  ///< entry area of one slot header, bytes (>= 1)
-  std::chrono::milliseconds wait_slice{50};              ///< longest single wait before a liveness check
-  PeerAlive sender_alive;    ///< checked by receivers waiting on an empty ring; empty = assume alive
-  PeerAlive receiver_alive;  ///< checked by senders waiting on a full ring; empty = assume alive
+  std::chrono::milliseconds wait_slice{50};              ///< longest single wait before a liveness check (> 0)
+  PeerAlive sender_alive{};    ///< checked by receivers waiting on an empty ring; empty = assume alive
+  PeerAlive receiver_alive{};  ///< checked by senders waiting on a full ring; empty = assume alive
 };
 
 class ShmTransport final : public Transport {
  public:
   /// `ranks` channels of buckets up to `bucket_size_bytes`. Throws Error(Mismatch) when ranks < 1, depth < 1,
-  /// bucket_size_bytes == 0 or max_entries_bytes == 0, Error(Resource) naming the size when the shared mapping
-  /// cannot be created and backed (the memory is reserved here, so an exhausted host fails at setup, not mid-refit).
+  /// bucket_size_bytes == 0, max_entries_bytes == 0 or wait_slice <= 0, Error(Resource) naming the size when the
+  /// shared mapping cannot be created and backed (the memory is reserved here, so an exhausted host fails at setup,
+  /// not mid-refit).
   ShmTransport(int ranks, uint64_t bucket_size_bytes, ShmTransportOptions options = {});
   /// Closes this process's side (see close_receivers(); a sender rank of this process that never finished is
   /// failed with "sender closed the transport before finishing the stream"), then unmaps. Safe in both processes.

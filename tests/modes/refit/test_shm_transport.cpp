@@ -338,11 +338,14 @@ TEST(RefitShmTransport, RefusesABadSetup) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Mismatch);
     EXPECT_EQ(std::string(e.what()),
-              "refit: shared-memory transport needs ranks >= 1, depth >= 1, bucket_size_bytes > 0 and "
-              "max_entries_bytes > 0 (got 0, 2, 64, 262144)");
+              "refit: shared-memory transport needs ranks >= 1, depth >= 1, bucket_size_bytes > 0, "
+              "max_entries_bytes > 0 and wait_slice > 0 (got 0, 2, 64, 262144, 50 ms)");
   }
   EXPECT_THROW(ShmTransport(1, 64, ShmTransportOptions{.depth = 0}), Error);
   EXPECT_THROW(ShmTransport(1, 0), Error);
+  EXPECT_THROW(ShmTransport(1, 64, ShmTransportOptions{.depth = 2, .max_entries_bytes = 0}), Error);
+  EXPECT_THROW(ShmTransport(1, 64, ShmTransportOptions{.depth = 2, .max_entries_bytes = 64, .wait_slice = 0ms}),
+               Error);
 }
 
 TEST(RefitShmWire, EntriesRoundTripAndACorruptHeaderIsAFormatError) {
