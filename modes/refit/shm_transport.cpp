@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -35,7 +36,8 @@ namespace wsb::refit {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-constexpr uint32_t kOpen = 0, kFinished = 1, kFailed = 2;
+constexpr uint32_t kOpen = 0, kFinished = 1, kFailed = 2;           // ControlBlock::state
+constexpr uint32_t kNotCancelled = 0, kCancelling = 1, kCancelled = 2;  // ControlBlock::cancelled
 constexpr size_t kFailureCapacity = 4096;
 
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free && std::atomic_ref<uint32_t>::is_always_lock_free &&
@@ -43,8 +45,9 @@ static_assert(std::atomic_ref<uint64_t>::is_always_lock_free && std::atomic_ref<
               "the shared ring needs lock-free (address-free) atomics");
 
 /// One rank's control block in the mapping (zero = an open, empty ring). Words written by the sender and by the
-/// receiver sit on separate cache lines; every field is accessed through std::atomic_ref except `failure`, which is
-/// written before the release store of `state` and read after its acquire load.
+/// receiver sit on separate cache lines; every field is accessed through std::atomic_ref except the two texts:
+/// `failure` is written before the release store of `state` = kFailed and read after its acquire load, `cancel` the
+/// same way around `cancelled` = kCancelled.
 struct ControlBlock {
   alignas(64) uint64_t head;  // buckets published by the sender
   uint32_t sender_events;     // futex word: bumped after every publish, finish and fail
@@ -52,10 +55,12 @@ struct ControlBlock {
   int32_t sender_pid;         // the process that uses the sender endpoint (0: none yet)
   uint32_t failure_bytes;
   alignas(64) uint64_t tail;  // buckets freed by the receiver
-  uint32_t receiver_events;   // futex word: bumped after every free and close
-  uint32_t closed;            // 1 once the receiving process gave up
+  uint32_t receiver_events;   // futex word: bumped after every free and cancel
+  uint32_t cancelled;         // kNotCancelled / kCancelling (text being written) / kCancelled: the receiver gave up
   int32_t receiver_pid;       // the process that uses the receiver endpoint (0: none yet)
-  alignas(64) char failure[kFailureCapacity];
+  uint32_t cancel_bytes;
+  alignas(64) char failure[kFailureCapacity];  // fail() message
+  alignas(64) char cancel[kFailureCapacity];   // cancel() reason
 };
 
 /// Start of every slot; the encoded entries follow it, the payload starts at Geometry::payload_offset.
@@ -143,9 +148,7 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
   void fail(const std::string& message) noexcept override {
     claim(ctl_->sender_pid);
     if (at(ctl_->state).load(std::memory_order_relaxed) == kOpen) {
-      const size_t n = std::min(message.size(), kFailureCapacity);  // a longer message is cut, never dropped
-      std::memcpy(ctl_->failure, message.data(), n);
-      at(ctl_->failure_bytes).store(static_cast<uint32_t>(n), std::memory_order_relaxed);
+      at(ctl_->failure_bytes).store(copy_text(message, ctl_->failure), std::memory_order_relaxed);
       at(ctl_->state).store(kFailed, std::memory_order_release);
     }
     signal_event(&ctl_->sender_events);
@@ -167,15 +170,24 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
     }
   }
 
-  /// Releases every sender of this channel: they throw instead of waiting for a slot. Never throws.
-  void close_receiver() noexcept {
-    at(ctl_->closed).store(1, std::memory_order_release);
+  void cancel(const std::string& reason) noexcept override {
+    // Runs while another thread may be inside receive() on this channel (RankReceiverGroup pulls rank r from
+    // whichever rank thread arrives last), and the destructor may cancel again: the text is claimed once, the first
+    // reason wins (as in InProcTransport). tail is left alone, so a concurrent receive never moves it backwards.
+    uint32_t expected = kNotCancelled;
+    if (at(ctl_->cancelled).compare_exchange_strong(expected, kCancelling, std::memory_order_acquire)) {
+      const std::string_view text = reason.empty() ? std::string_view("cancelled") : std::string_view(reason);
+      at(ctl_->cancel_bytes).store(copy_text(text, ctl_->cancel), std::memory_order_relaxed);
+      at(ctl_->cancelled).store(kCancelled, std::memory_order_release);
+    }
     signal_event(&ctl_->receiver_events);
   }
 
   /// Destructor step in process `pid`: close whichever side of the channel this process used.
   void close_side(int32_t pid) noexcept {
-    if (at(ctl_->receiver_pid).load(std::memory_order_relaxed) == pid) close_receiver();
+    if (at(ctl_->receiver_pid).load(std::memory_order_relaxed) == pid) {
+      cancel("the receiving process closed the transport");  // the sender may be waiting for a slot
+    }
     if (at(ctl_->sender_pid).load(std::memory_order_relaxed) == pid) {
       fail("sender closed the transport before finishing the stream");  // no-op once finished
     }
@@ -185,6 +197,15 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
 
  private:
   uint8_t* slot_at(uint64_t index) const { return slots_ + (index % geo_.depth) * geo_.slot_stride; }
+
+  /// Copies `text` into a kFailureCapacity area; returns the bytes kept (a longer text is cut, never dropped).
+  static uint32_t copy_text(std::string_view text, char* area) noexcept {
+    const size_t n = std::min(text.size(), kFailureCapacity);
+    std::memcpy(area, text.data(), n);
+    return static_cast<uint32_t>(n);
+  }
+
+  bool cancelled() const { return at(ctl_->cancelled).load(std::memory_order_acquire) == kCancelled; }
 
   /// Bytes the entries take in a slot header; Error(Resource) naming the first weight that does not fit.
   uint64_t checked_entries_bytes(const std::vector<WireEntry>& entries) const {
@@ -203,8 +224,10 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
   void wait_for_free_slot(uint64_t head) const {
     while (true) {
       const uint32_t seen = at(ctl_->receiver_events).load(std::memory_order_acquire);
-      if (at(ctl_->closed).load(std::memory_order_acquire) != 0) {
-        fail_rank(ErrorKind::Io, rank_, "receiver closed the transport before the end of the stream");
+      if (cancelled()) {
+        const uint32_t n = std::min<uint32_t>(at(ctl_->cancel_bytes).load(std::memory_order_relaxed),
+                                              kFailureCapacity);
+        fail_rank(ErrorKind::Io, rank_, fmt::format("receiver gave up: {}", std::string(ctl_->cancel, n)));
       }
       if (head - at(ctl_->tail).load(std::memory_order_acquire) < geo_.depth) return;
       if (options_.receiver_alive && !options_.receiver_alive()) {
@@ -223,8 +246,9 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
       fail_rank(ErrorKind::Io, rank_, fmt::format("transport failed mid-stream: {}", std::string(ctl_->failure, n)));
     }
     const uint64_t tail = at(ctl_->tail).load(std::memory_order_relaxed);
-    // `state` was loaded first: when it says finished, every publish happened before, so `head` is final.
-    if (at(ctl_->head).load(std::memory_order_acquire) == tail) {
+    // `state` was loaded first: when it says finished, every publish happened before, so `head` is final. A
+    // cancelled channel has dropped what was queued (as InProcTransport's cancel clears its queue).
+    if (cancelled() || at(ctl_->head).load(std::memory_order_acquire) == tail) {
       if (state == kFinished) return ReceivedBatch{.end = true, .entries = {}, .payload_bytes = 0};
       return std::nullopt;
     }
@@ -328,10 +352,6 @@ ReceiverEndpoint& ShmTransport::receiver(int rank) { return *channels_.at(static
 
 void ShmTransport::set_sender_alive(PeerAlive alive) { options_.sender_alive = std::move(alive); }
 void ShmTransport::set_receiver_alive(PeerAlive alive) { options_.receiver_alive = std::move(alive); }
-
-void ShmTransport::close_receivers() noexcept {
-  for (auto& c : channels_) c->close_receiver();
-}
 
 uint64_t ShmTransport::buckets_published(int rank) const {
   return channels_.at(static_cast<size_t>(rank))->published();

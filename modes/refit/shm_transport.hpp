@@ -12,8 +12,8 @@
 //
 // A peer process that dies never makes the other side hang: every wait is cut into slices (50 ms by default) and,
 // between slices, the waiting side asks a liveness callback whether the peer process still runs (sender_alive for a
-// receiver waiting on an empty ring, receiver_alive for a sender waiting on a full one). A receiver destroying its
-// transport (or calling close_receivers()) also releases a sender blocked on a full ring.
+// receiver waiting on an empty ring, receiver_alive for a sender waiting on a full one). A receiver that cancels
+// its endpoint, or destroys its transport, also releases a sender blocked on a full ring.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -50,8 +50,9 @@ class ShmTransport final : public Transport {
   /// shared mapping cannot be created and backed (the memory is reserved here, so an exhausted host fails at setup,
   /// not mid-refit).
   ShmTransport(int ranks, uint64_t bucket_size_bytes, ShmTransportOptions options = {});
-  /// Closes this process's side (see close_receivers(); a sender rank of this process that never finished is
-  /// failed with "sender closed the transport before finishing the stream"), then unmaps. Safe in both processes.
+  /// Closes this process's side, then unmaps; safe in both processes. A rank this process received on is cancelled
+  /// ("the receiving process closed the transport": its sender stops instead of waiting), a rank it sent on and
+  /// never finished is failed ("sender closed the transport before finishing the stream").
   ~ShmTransport() override;
   ShmTransport(const ShmTransport&) = delete;
   ShmTransport& operator=(const ShmTransport&) = delete;
@@ -65,10 +66,6 @@ class ShmTransport final : public Transport {
   /// this process uses an endpoint.
   void set_sender_alive(PeerAlive alive);
   void set_receiver_alive(PeerAlive alive);
-
-  /// The receiving process gives up on every rank: a sender waiting on a full ring, and every later send(), throws
-  /// Error(Io, "refit: rank R: receiver closed the transport before the end of the stream"). Never throws.
-  void close_receivers() noexcept;
 
   /// Buckets the sender of `rank` has published so far (readable from either process; tests and diagnostics).
   uint64_t buckets_published(int rank) const;

@@ -49,6 +49,7 @@ class CountingTransport final : public Transport {
       }
       return b;
     }
+    void cancel(const std::string& reason) noexcept override { inner.cancel(reason); }
     ReceiverEndpoint& inner;
     uint64_t batches = 0;
     uint64_t bytes = 0;

@@ -1,7 +1,7 @@
 // The shared-memory transport of the refit mode between two processes: a forked child streams per-rank shards (the
 // trainer), this process aligns and checks them (the engine). Exact bytes and counts end to end; a child that fails,
 // sends an oversized bucket or is killed, and a receiver that dies or gives up, each end in a precise error, never
-// a hang. Endpoint errors are compared with the in-process transport's.
+// a hang. Endpoint errors and cancel are compared with the in-process transport's.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -81,6 +81,17 @@ std::vector<std::string> names_upto(size_t n) {
   std::vector<std::string> out;
   for (size_t i = 0; i < n; ++i) out.push_back(fmt_name(i));
   return out;
+}
+
+/// Runs `fn`; returns the text of the Error it threw ("" when none), expecting `want_kind`.
+std::string error_of(const std::function<void()>& fn, ErrorKind want_kind) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), want_kind) << e.what();
+    return e.what();
+  }
+  return "";
 }
 
 /// The child streams every rank of `shards`; this process receives and checks everything.
@@ -283,27 +294,33 @@ TEST(RefitShmTransport, ReceiverDestroyingTheTransportReleasesTheSender) {
     outcome = child.wait();
   });
   EXPECT_EQ(outcome,
-            exited_with(kChildError, "io: refit: rank 0: receiver closed the transport before the end of the stream"));
+            exited_with(kChildError, "io: refit: rank 0: receiver gave up: the receiving process closed the transport"));
 }
 
-TEST(RefitShmTransport, CloseReceiversReleasesABlockedSenderThread) {
+TEST(RefitShmTransport, ReceiverCancelReleasesTheChildSender) {
+  // What RefitMode does when a rank's apply fails: cancel that rank's receiver; the trainer stops sending.
   const auto shards = make_shards(equal_specs(1, 20, 1000));
   ShmTransport transport(1, 1024);
-  std::string error;
-  hang_guard([&] {
-    std::thread sender([&] {
-      try {
-        stream_shard(0, shards.weights(0), 1024, transport);
-      } catch (const Error& e) {
-        error = e.what();
-      }
-    });
-    while (transport.buckets_published(0) < 2) std::this_thread::sleep_for(1ms);  // ring full: the sender waits
-    transport.close_receivers();
-    sender.join();
+  ChildProcess child([&] {
+    transport.set_receiver_alive(parent_alive());
+    stream_shard(0, shards.weights(0), 1024, transport);
   });
-  EXPECT_EQ(error, "refit: rank 0: receiver closed the transport before the end of the stream");
-  EXPECT_EQ(transport.buckets_published(0), 2u);
+  transport.set_sender_alive(child.liveness());
+  const std::string gave_up = "refit: rank 0: receiver gave up: apply of 'layers.0.weight' failed";
+  ChildOutcome outcome;
+  hang_guard([&] {
+    std::vector<uint8_t> sink(1024);
+    EXPECT_FALSE(transport.receiver(0).receive(sink).end);
+    transport.receiver(0).cancel("apply of 'layers.0.weight' failed");
+    transport.receiver(0).cancel("a second reason is ignored");
+    outcome = child.wait();
+    // The sender failed its channel with the error it got, and the buckets still queued were dropped.
+    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(sink); }, ErrorKind::Io),
+              "refit: rank 0: transport failed mid-stream: " + gave_up);
+  });
+  EXPECT_EQ(outcome, exited_with(kChildError, "io: " + gave_up));
+  EXPECT_GE(transport.buckets_published(0), 1u);
+  EXPECT_LE(transport.buckets_published(0), 3u);  // one received + a full ring of 2, never more
 }
 
 TEST(RefitShmTransport, EntriesNotFittingTheSlotHeaderAreRefused) {
@@ -372,16 +389,6 @@ TEST(RefitShmWire, EntriesRoundTripAndACorruptHeaderIsAFormatError) {
 /// Endpoint semantics every transport shares, with the exact texts.
 class RefitTransportEndpoints : public ::testing::TestWithParam<NamedTransport> {};
 
-std::string error_of(const std::function<void()>& fn, ErrorKind want_kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), want_kind) << e.what();
-    return e.what();
-  }
-  return "";
-}
-
 TEST_P(RefitTransportEndpoints, SameErrorsAndEndOfStream) {
   const auto transport = GetParam().make(3, 4096, 2);
   std::vector<uint8_t> sink(4096);
@@ -425,6 +432,36 @@ TEST_P(RefitTransportEndpoints, SameErrorsAndEndOfStream) {
   // rank 2: an empty stream ends at once.
   transport->sender(2).finish();
   EXPECT_TRUE(transport->receiver(2).receive(sink).end);
+}
+
+TEST_P(RefitTransportEndpoints, CancelReleasesABlockedSenderAndDropsTheQueue) {
+  const auto transport = GetParam().make(2, 1024, 2);
+  const auto shards = make_shards(equal_specs(2, 20, 1000));
+  std::string sender_error;
+  hang_guard([&] {
+    std::thread sender([&] {
+      try {
+        stream_shard(0, shards.weights(0), 1024, *transport);
+      } catch (const Error& e) {
+        sender_error = e.what();
+      }
+    });
+    std::vector<uint8_t> sink(1024);
+    EXPECT_FALSE(transport->receiver(0).receive(sink).end);  // streaming: it will fill the queue and wait
+    transport->receiver(0).cancel("apply failed");
+    transport->receiver(0).cancel("second reason");
+    sender.join();
+    EXPECT_EQ(error_of([&] { transport->receiver(0).receive(sink); }, ErrorKind::Io),
+              "refit: rank 0: transport failed mid-stream: refit: rank 0: receiver gave up: apply failed");
+  });
+  EXPECT_EQ(sender_error, "refit: rank 0: receiver gave up: apply failed");
+  // An empty reason reads "cancelled"; a cancelled channel refuses sends even with room.
+  transport->receiver(1).cancel("");
+  Bucket b;
+  b.entries = {{{"a", DType::U8, {8}}, 0, 8}};
+  b.payload.resize(8);
+  EXPECT_EQ(error_of([&] { transport->sender(1).send(b); }, ErrorKind::Io),
+            "refit: rank 1: receiver gave up: cancelled");
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, RefitTransportEndpoints, ::testing::ValuesIn(all_transports()),
