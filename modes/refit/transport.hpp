@@ -1,9 +1,9 @@
 #pragma once
 // Transport of the refit mode: one channel per rank from sender rank r (trainer) to receiver rank r (engine TP
 // rank r), carrying packed buckets in order. The interface is the seam for other transports: in-process threads
-// (inproc_transport.hpp, implemented), shared memory between processes on one host (next: a ring of
-// bucket_size_bytes slots per rank in a memfd/shm_open segment, entries in a slot header, futex or eventfd
-// signalling; receive() copies out of the slot into the pooled buffer, or lends the slot itself), and CUDA IPC
+// (inproc_transport.hpp), shared memory between processes on one host (shm_transport.hpp: a ring of
+// bucket_size_bytes slots per rank in a memfd mapping shared across fork(), entries in a slot header, futex
+// signalling; receive() copies out of the slot into the pooled buffer -- lending the slot itself is open), and CUDA IPC
 // (sender exports device buckets with cudaIpcGetMemHandle, a different process imports them; receive() would then
 // fill device buffers). Sender and receiver endpoints are separate objects so each can live in its own process.
 #include <cstdint>

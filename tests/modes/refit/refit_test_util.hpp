@@ -1,7 +1,7 @@
 #pragma once
-// Helpers of the refit suites: synthetic per-rank shards with uneven shapes, a full in-process refit run (sender
-// threads + aligner) that records what was delivered, and a hang guard (tests never assert on time; the guard only
-// turns a hang into a failure).
+// Helpers of the refit suites: synthetic per-rank shards with uneven shapes, the transports every suite runs over
+// (in-process and shared memory, built by a TransportFactory), sender threads, and a hang guard (tests never assert
+// on time; the guard only turns a hang into a failure). refit_run.hpp runs a whole refit and records it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <future>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "modes/refit/receiver_group.hpp"
 #include "modes/refit/refit_layout.hpp"
 #include "modes/refit/sender.hpp"
+#include "modes/refit/shm_transport.hpp"
 #include "modes/refit/stream_aligner.hpp"
 
 namespace wsb::refit::test {
@@ -81,6 +83,29 @@ inline std::vector<std::vector<TensorSpec>> random_specs(std::mt19937& rng, int 
   }
   return specs;
 }
+
+/// Builds a transport of `ranks` channels for buckets of `bucket_bytes`, `depth` buckets in flight per rank.
+using TransportFactory = std::function<std::unique_ptr<Transport>(int ranks, uint64_t bucket_bytes, size_t depth)>;
+
+/// A transport kind the suites are parameterized over; `name` is the gtest parameter suffix.
+struct NamedTransport {
+  std::string name;
+  TransportFactory make;
+};
+
+/// The in-process queue and the shared-memory ring (its endpoints used from threads of this process).
+inline std::vector<NamedTransport> all_transports() {
+  return {{"inproc",
+           [](int ranks, uint64_t bucket, size_t depth) -> std::unique_ptr<Transport> {
+             return std::make_unique<InProcTransport>(ranks, bucket, depth);
+           }},
+          {"shm", [](int ranks, uint64_t bucket, size_t depth) -> std::unique_ptr<Transport> {
+             return std::make_unique<ShmTransport>(ranks, bucket, ShmTransportOptions{.depth = depth});
+           }}};
+}
+
+/// gtest parameter name of a NamedTransport.
+inline std::string transport_name(const ::testing::TestParamInfo<NamedTransport>& info) { return info.param.name; }
 
 /// Runs `fn` on a thread; fails and exits the binary if it has not returned after `seconds` (a hang guard only).
 inline void hang_guard(const std::function<void()>& fn, int seconds = 10) {

@@ -1,63 +1,24 @@
 // Properties of the refit stream aligner over randomized per-rank bucket layouts: global order, exactly-once
 // delivery, byte-exact payloads read from poisoned recycled buffers, at most one outstanding batch per rank, every
-// dtype group delivered, payload index i == rank i.
+// dtype group delivered, payload index i == rank i; over the in-process and the shared-memory transport.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "tests/modes/refit/refit_test_util.hpp"
+#include "tests/modes/refit/refit_run.hpp"
 
 namespace wsb::refit::test {
 namespace {
 
-struct RunRecord {
-  std::vector<std::string> names;  // delivered, in order
-  uint64_t batches = 0;
-  bool boundaries_differ = false;  // some batch was cut short by another rank's boundary
-  size_t max_outstanding = 0;
+/// Every property holds over every transport (in-process queue, shared-memory ring).
+class RefitAligner : public ::testing::TestWithParam<NamedTransport> {
+ protected:
+  std::unique_ptr<Transport> make(int ranks, uint64_t bucket_bytes) const {
+    return GetParam().make(ranks, bucket_bytes, 2);
+  }
 };
 
-/// One refit through the single-threaded aligner; checks every payload byte at delivery time.
-RunRecord run_and_check(const Shards& shards, uint64_t bucket_bytes) {
-  const int ranks = static_cast<int>(shards.specs.size());
-  RefitLayout layout(shards.specs);
-  InProcTransport transport(ranks, bucket_bytes);
-  BufferPool pool(bucket_bytes, static_cast<size_t>(ranks), kPoison);
-  StreamAligner aligner(layout, transport, pool);
-  Senders senders(shards, bucket_bytes, transport);
-  RunRecord rec;
-  std::vector<size_t> plan_buckets_per_rank;
-  for (int r = 0; r < ranks; ++r) plan_buckets_per_rank.push_back(plan_buckets(r, shards.weights(r), bucket_bytes).size());
-  while (const AlignedBatch* b = aligner.next()) {
-    EXPECT_EQ(b->sequence, rec.batches);
-    EXPECT_EQ(b->first_weight, rec.names.size());
-    EXPECT_EQ(b->payloads.size(), static_cast<size_t>(ranks));
-    for (size_t k = 0; k < b->names.size(); ++k) {
-      const size_t index = b->first_weight + k;
-      rec.names.emplace_back(b->names[k]);
-      for (int r = 0; r < ranks; ++r) {
-        const WeightView& v = b->payloads[static_cast<size_t>(r)].at(k);
-        EXPECT_EQ(*v.spec, shards.specs[static_cast<size_t>(r)][index]);
-        const auto& want = shards.data[static_cast<size_t>(r)][index];
-        EXPECT_EQ(v.bytes.size(), want.size());
-        if (v.bytes.size() != want.size()) continue;
-        EXPECT_TRUE(std::equal(want.begin(), want.end(), v.bytes.begin()))
-            << "rank " << r << " weight " << b->names[k] << " batch " << b->sequence;
-      }
-    }
-    ++rec.batches;
-  }
-  senders.join();
-  size_t max_plan = 0;
-  for (size_t n : plan_buckets_per_rank) max_plan = std::max(max_plan, n);
-  rec.boundaries_differ = rec.batches > max_plan;
-  rec.max_outstanding = pool.max_outstanding();
-  EXPECT_EQ(pool.outstanding(), 0u);
-  EXPECT_EQ(aligner.batches_delivered(), rec.batches);
-  return rec;
-}
-
-TEST(RefitAligner, RandomLayoutsPreserveGlobalOrderAndDeliverEachWeightOnce) {
+TEST_P(RefitAligner, RandomLayoutsPreserveGlobalOrderAndDeliverEachWeightOnce) {
   std::mt19937 rng(20240608);
   int differing = 0;
   for (int trial = 0; trial < 60; ++trial) {
@@ -66,12 +27,17 @@ TEST(RefitAligner, RandomLayoutsPreserveGlobalOrderAndDeliverEachWeightOnce) {
     const uint64_t bucket = 256 + rng() % 4096;
     const auto shards = make_shards(random_specs(rng, ranks, weights, bucket));
     hang_guard([&] {
-      const RunRecord rec = run_and_check(shards, bucket);
+      const RunRecord rec = run_and_check(shards, bucket, GetParam().make);
       std::vector<std::string> expected;
       for (size_t i = 0; i < weights; ++i) expected.push_back(fmt_name(i));
       EXPECT_EQ(rec.names, expected) << "trial " << trial;
       EXPECT_EQ(std::set<std::string>(rec.names.begin(), rec.names.end()).size(), weights);
       EXPECT_LE(rec.max_outstanding, static_cast<size_t>(ranks)) << "trial " << trial;
+      EXPECT_EQ(rec.bytes, total_weight_bytes(shards)) << "trial " << trial;
+      EXPECT_EQ(rec.batches, expected_aligned_batches(shards, bucket)) << "trial " << trial;
+      const SenderPlan plan = sender_plan(shards, bucket);
+      EXPECT_EQ(rec.transport_batches, plan.batches) << "trial " << trial;
+      EXPECT_EQ(rec.transport_bytes, plan.bytes) << "trial " << trial;
       if (rec.boundaries_differ) ++differing;
     });
     if (HasFailure()) return;
@@ -79,7 +45,7 @@ TEST(RefitAligner, RandomLayoutsPreserveGlobalOrderAndDeliverEachWeightOnce) {
   EXPECT_GE(differing, 20);  // the property was exercised with misaligned per-rank boundaries, not only aligned ones
 }
 
-TEST(RefitAligner, UnevenShardsSplitAlignedBatchesAtEveryRanksBoundary) {
+TEST_P(RefitAligner, UnevenShardsSplitAlignedBatchesAtEveryRanksBoundary) {
   // Buckets of 192 B, offsets 64 B aligned. rank 0: four 64 B weights -> [w0 w1 w2] [w3]; rank 1: w0, w2 of 128 B
   // and w1, w3 of 32 B -> [w0 w1] [w2 w3]. Aligned: {w0 w1} (rank 1 ends), {w2} (rank 0 ends), {w3}.
   std::vector<std::vector<TensorSpec>> specs(2);
@@ -91,10 +57,10 @@ TEST(RefitAligner, UnevenShardsSplitAlignedBatchesAtEveryRanksBoundary) {
   std::vector<std::vector<std::string>> batches;
   hang_guard([&] {
     RefitLayout layout(shards.specs);
-    InProcTransport transport(2, 192);
+    const auto transport = make(2, 192);
     BufferPool pool(192, 2, kPoison);
-    StreamAligner aligner(layout, transport, pool);
-    Senders senders(shards, 192, transport);
+    StreamAligner aligner(layout, *transport, pool);
+    Senders senders(shards, 192, *transport);
     while (const AlignedBatch* b = aligner.next()) batches.emplace_back(b->names.begin(), b->names.end());
   });
   const std::vector<std::vector<std::string>> expected{
@@ -104,7 +70,7 @@ TEST(RefitAligner, UnevenShardsSplitAlignedBatchesAtEveryRanksBoundary) {
   EXPECT_EQ(batches, expected);
 }
 
-TEST(RefitAligner, MultiDtypeBatchesDeliverEveryDtypeGroup) {
+TEST_P(RefitAligner, MultiDtypeBatchesDeliverEveryDtypeGroup) {
   // One bucket per rank holding five dtypes, BF16 and F16 (same width) interleaved.
   std::vector<std::vector<TensorSpec>> specs(2);
   const DType order[] = {DType::BF16, DType::F32, DType::F16, DType::U8, DType::BF16, DType::F8_E4M3, DType::F16};
@@ -114,10 +80,10 @@ TEST(RefitAligner, MultiDtypeBatchesDeliverEveryDtypeGroup) {
   const auto shards = make_shards(specs);
   hang_guard([&] {
     RefitLayout layout(shards.specs);
-    InProcTransport transport(2, 4096);
+    const auto transport = make(2, 4096);
     BufferPool pool(4096, 2, kPoison);
-    StreamAligner aligner(layout, transport, pool);
-    Senders senders(shards, 4096, transport);
+    StreamAligner aligner(layout, *transport, pool);
+    Senders senders(shards, 4096, *transport);
     const AlignedBatch* b = aligner.next();
     ASSERT_NE(b, nullptr);
     ASSERT_EQ(b->names.size(), 7u);
@@ -140,18 +106,18 @@ TEST(RefitAligner, MultiDtypeBatchesDeliverEveryDtypeGroup) {
   });
 }
 
-TEST(RefitAligner, PayloadIndexIsTheRankOnEveryThread) {
+TEST_P(RefitAligner, PayloadIndexIsTheRankOnEveryThread) {
   // Shards filled with their rank id; four receiver threads, each must see only its own id.
   std::mt19937 rng(7);
   const int ranks = 4;
   const auto shards = make_shards(random_specs(rng, ranks, 25, 700), /*fill_rank_id=*/true);
   hang_guard([&] {
     RefitLayout layout(shards.specs);
-    InProcTransport transport(ranks, 1024);
+    const auto transport = make(ranks, 1024);
     BufferPool pool(1024, ranks, kPoison);
-    StreamAligner aligner(layout, transport, pool);
+    StreamAligner aligner(layout, *transport, pool);
     RankReceiverGroup group(aligner);
-    Senders senders(shards, 1024, transport);
+    Senders senders(shards, 1024, *transport);
     std::vector<uint64_t> weights_seen(ranks, 0);
     const auto errors = on_every_rank(ranks, [&](int rank) {
       while (auto b = group.next(rank)) {
@@ -170,6 +136,8 @@ TEST(RefitAligner, PayloadIndexIsTheRankOnEveryThread) {
     EXPECT_EQ(weights_seen, std::vector<uint64_t>(ranks, 25));
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, RefitAligner, ::testing::ValuesIn(all_transports()), transport_name);
 
 }  // namespace
 }  // namespace wsb::refit::test

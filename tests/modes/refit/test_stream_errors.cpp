@@ -1,5 +1,5 @@
 // Bad streams raise the exact same error on every receiver rank at once (no hang, no silent loop); each case is run
-// under a hang guard only.
+// under a hang guard only, over every transport (in-process queue, shared-memory ring): the texts are the same.
 #include <gtest/gtest.h>
 
 #include "tests/modes/refit/refit_test_util.hpp"
@@ -29,13 +29,15 @@ Bucket bucket_of(const std::vector<TensorSpec>& specs) {
 
 /// Rank `bad` sends `bad_stream` (then finishes unless `finish_bad` is false, in which case it fails with
 /// "trainer rank lost"); the other ranks send their full shard in one bucket. Returns each rank's error text.
-std::vector<std::string> run_case(int bad, const std::vector<Bucket>& bad_stream, bool finish_bad = true) {
+std::vector<std::string> run_case(const TransportFactory& make, int bad, const std::vector<Bucket>& bad_stream,
+                                  bool finish_bad = true) {
   std::vector<std::vector<TensorSpec>> specs;
   for (int r = 0; r < kRanks; ++r) specs.push_back(rank_specs(r));
   std::vector<std::string> errors;
   hang_guard([&] {
     RefitLayout layout(specs);
-    InProcTransport transport(kRanks, kBucket, 8);
+    const auto made = make(kRanks, kBucket, 8);
+    Transport& transport = *made;
     for (int r = 0; r < kRanks; ++r) {
       if (r != bad) {
         transport.sender(r).send(bucket_of(specs[static_cast<size_t>(r)]));
@@ -61,78 +63,86 @@ std::vector<std::string> run_case(int bad, const std::vector<Bucket>& bad_stream
 
 std::vector<std::string> all(const std::string& text) { return std::vector<std::string>(kRanks, text); }
 
-TEST(RefitStreamErrors, WellFormedStreamsEndWithoutError) {
-  EXPECT_EQ(run_case(1, {bucket_of({rank_specs(1)[0]}), bucket_of({rank_specs(1)[1], rank_specs(1)[2]})}),
+class RefitStreamErrors : public ::testing::TestWithParam<NamedTransport> {
+ protected:
+  std::vector<std::string> run(int bad, const std::vector<Bucket>& bad_stream, bool finish_bad = true) const {
+    return run_case(GetParam().make, bad, bad_stream, finish_bad);
+  }
+};
+
+TEST_P(RefitStreamErrors, WellFormedStreamsEndWithoutError) {
+  EXPECT_EQ(run(1, {bucket_of({rank_specs(1)[0]}), bucket_of({rank_specs(1)[1], rank_specs(1)[2]})}),
             all(""));
 }
 
-TEST(RefitStreamErrors, StreamEndingEarly) {
-  EXPECT_EQ(run_case(2, {bucket_of({rank_specs(2)[0], rank_specs(2)[1]})}),
+TEST_P(RefitStreamErrors, StreamEndingEarly) {
+  EXPECT_EQ(run(2, {bucket_of({rank_specs(2)[0], rank_specs(2)[1]})}),
             all("refit: rank 2: stream ended after 2 of 3 weights; next expected weight 'c'"));
 }
 
-TEST(RefitStreamErrors, EmptyBatch) {
-  EXPECT_EQ(run_case(1, {bucket_of({rank_specs(1)[0]}), Bucket{}}),
+TEST_P(RefitStreamErrors, EmptyBatch) {
+  EXPECT_EQ(run(1, {bucket_of({rank_specs(1)[0]}), Bucket{}}),
             all("refit: rank 1: empty transport batch #2 (next expected weight 'b')"));
 }
 
-TEST(RefitStreamErrors, WeightMissingOnOneRank) {
-  EXPECT_EQ(run_case(0, {bucket_of({rank_specs(0)[0], rank_specs(0)[2]})}),
+TEST_P(RefitStreamErrors, WeightMissingOnOneRank) {
+  EXPECT_EQ(run(0, {bucket_of({rank_specs(0)[0], rank_specs(0)[2]})}),
             all("refit: rank 0: weight 'b' missing (the stream has 'c' in its place)"));
 }
 
-TEST(RefitStreamErrors, UnknownWeight) {
+TEST_P(RefitStreamErrors, UnknownWeight) {
   auto specs = rank_specs(1);
   specs[1].name = "b_typo";
-  EXPECT_EQ(run_case(1, {bucket_of(specs)}), all("refit: rank 1: unknown weight 'b_typo' (not in the engine layout)"));
+  EXPECT_EQ(run(1, {bucket_of(specs)}), all("refit: rank 1: unknown weight 'b_typo' (not in the engine layout)"));
 }
 
-TEST(RefitStreamErrors, DuplicateWeight) {
+TEST_P(RefitStreamErrors, DuplicateWeight) {
   const auto s = rank_specs(2);
-  EXPECT_EQ(run_case(2, {bucket_of({s[0], s[1]}), bucket_of({s[1], s[2]})}),
+  EXPECT_EQ(run(2, {bucket_of({s[0], s[1]}), bucket_of({s[1], s[2]})}),
             all("refit: rank 2: duplicate weight 'b' (already received)"));
 }
 
-TEST(RefitStreamErrors, DtypeDifferingFromLayout) {
+TEST_P(RefitStreamErrors, DtypeDifferingFromLayout) {
   auto s = rank_specs(1);
   s[0].dtype = DType::F16;
-  EXPECT_EQ(run_case(1, {bucket_of(s)}),
+  EXPECT_EQ(run(1, {bucket_of(s)}),
             all("refit: rank 1: weight 'a' has dtype F16, the engine layout expects BF16"));
 }
 
-TEST(RefitStreamErrors, ShapeDifferingFromLayout) {
+TEST_P(RefitStreamErrors, ShapeDifferingFromLayout) {
   auto s = rank_specs(2);
   s[1].shape = {2, 3};  // rank 1's shape arriving on rank 2
-  EXPECT_EQ(run_case(2, {bucket_of(s)}),
+  EXPECT_EQ(run(2, {bucket_of(s)}),
             all("refit: rank 2: weight 'b' has shape [2, 3], the engine layout expects [2, 4]"));
 }
 
-TEST(RefitStreamErrors, TransportFailureMidStream) {
-  EXPECT_EQ(run_case(1, {bucket_of({rank_specs(1)[0]})}, /*finish_bad=*/false),
+TEST_P(RefitStreamErrors, TransportFailureMidStream) {
+  EXPECT_EQ(run(1, {bucket_of({rank_specs(1)[0]})}, /*finish_bad=*/false),
             all("refit: rank 1: transport failed mid-stream: trainer rank lost"));
 }
 
-TEST(RefitStreamErrors, BatchAfterTheLastWeight) {
+TEST_P(RefitStreamErrors, BatchAfterTheLastWeight) {
   const auto s = rank_specs(0);
-  EXPECT_EQ(run_case(0, {bucket_of(s), bucket_of({s[2]})}),
+  EXPECT_EQ(run(0, {bucket_of(s), bucket_of({s[2]})}),
             all("refit: rank 0: transport batch after the last weight (first entry 'c')"));
 }
 
-TEST(RefitStreamErrors, EntryOutsideTheReceivedBytes) {
+TEST_P(RefitStreamErrors, EntryOutsideTheReceivedBytes) {
   Bucket b = bucket_of(rank_specs(1));
   b.payload.resize(b.payload.size() - 1);
-  EXPECT_EQ(run_case(1, {b}),
+  EXPECT_EQ(run(1, {b}),
             all("refit: rank 1: weight 'c' declares 16 B at offset 128, expected 16 B inside the 143 B received"));
 }
 
-TEST(RefitStreamErrors, AbortFromOneRankReachesEveryRank) {
+TEST_P(RefitStreamErrors, AbortFromOneRankReachesEveryRank) {
   std::vector<std::vector<TensorSpec>> specs;
   for (int r = 0; r < kRanks; ++r) specs.push_back(rank_specs(r));
   const auto shards = make_shards(specs);
   std::vector<std::string> errors;
   hang_guard([&] {
     RefitLayout layout(specs);
-    InProcTransport transport(kRanks, 128);  // several batches per rank
+    const auto made = GetParam().make(kRanks, 128, 2);  // several batches per rank
+    Transport& transport = *made;
     BufferPool pool(128, kRanks, kPoison);
     StreamAligner aligner(layout, transport, pool);
     RankReceiverGroup group(aligner);
@@ -160,12 +170,13 @@ TEST(RefitStreamErrors, AbortFromOneRankReachesEveryRank) {
   EXPECT_EQ(errors, all("refit: rank 1: aborted: apply of 'b' failed"));
 }
 
-TEST(RefitStreamErrors, ErrorIsStickyAcrossCalls) {
+TEST_P(RefitStreamErrors, ErrorIsStickyAcrossCalls) {
   std::vector<std::vector<TensorSpec>> specs;
   for (int r = 0; r < kRanks; ++r) specs.push_back(rank_specs(r));
   hang_guard([&] {
     RefitLayout layout(specs);
-    InProcTransport transport(kRanks, kBucket);
+    const auto made = GetParam().make(kRanks, kBucket, 2);
+    Transport& transport = *made;
     for (int r = 0; r < kRanks; ++r) transport.sender(r).finish();
     BufferPool pool(kBucket, kRanks, kPoison);
     StreamAligner aligner(layout, transport, pool);
@@ -182,6 +193,8 @@ TEST(RefitStreamErrors, ErrorIsStickyAcrossCalls) {
     EXPECT_EQ(pool.outstanding(), 0u);
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, RefitStreamErrors, ::testing::ValuesIn(all_transports()), transport_name);
 
 }  // namespace
 }  // namespace wsb::refit::test
