@@ -7,9 +7,13 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 #include "models/core/errors.hpp"
 #include "modes/refit/inproc_transport.hpp"
 #include "modes/refit/receiver_group.hpp"
+#include "modes/refit/sender_process.hpp"
+#include "modes/refit/shm_transport.hpp"
 #include "modes/refit/stream_aligner.hpp"
 #include "modes/store/store.hpp"
 #include "modes/sync/commit_copy.hpp"
@@ -71,7 +75,7 @@ class FirstError {
 }  // namespace
 
 const std::vector<std::string>& refit_transport_names() {
-  static const std::vector<std::string> names{"inproc"};
+  static const std::vector<std::string> names{"inproc", "shm"};
   return names;
 }
 
@@ -117,21 +121,34 @@ void RefitMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
 void RefitMode::stream(PhaseLog& log) {
   ScopedPhase phase(log, "prepare.stream", Floor::HostMemcpy);
   const int ranks = static_cast<int>(shards_.size());
-  InProcTransport transport(ranks, bucket_bytes_);
-  StreamAligner aligner(layout_, transport, pool_);
-  RankReceiverGroup group(aligner);
-  FirstError first;
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<SenderProcess> sender_process;
   std::vector<std::thread> threads;
   threads.reserve(2 * static_cast<size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded here.
-    threads.emplace_back([&, r] {
-      try {
-        stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, transport);
-      } catch (...) {
-      }
-    });
+  // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded on this side.
+  const auto send = [this, &transport](int r) { stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, *transport); };
+  if (context_.refit_transport == "shm") {
+    auto shm = std::make_unique<ShmTransport>(ranks, bucket_bytes_);
+    // Read only in the forked child: its senders stop when this process (their receiver) is gone.
+    shm->set_receiver_alive([parent = getpid()] { return getppid() == parent; });
+    ShmTransport& ring = *shm;
+    transport = std::move(shm);
+    sender_process = std::make_unique<SenderProcess>(ranks, send);
+    ring.set_sender_alive([process = sender_process.get()] { return process->alive(); });
+  } else {
+    transport = std::make_unique<InProcTransport>(ranks, bucket_bytes_);
+    for (int r = 0; r < ranks; ++r) {
+      threads.emplace_back([&send, r] {
+        try {
+          send(r);
+        } catch (...) {
+        }
+      });
+    }
   }
+  StreamAligner aligner(layout_, *transport, pool_);
+  RankReceiverGroup group(aligner);
+  FirstError first;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       RankApplier& applier = *appliers_[static_cast<size_t>(r)];
@@ -146,15 +163,22 @@ void RefitMode::stream(PhaseLog& log) {
       } catch (const Error& e) {
         first.record(std::current_exception());
         group.abort(r, e.kind(), e.what());
-        transport.receiver(r).cancel(e.what());
+        transport->receiver(r).cancel(e.what());
       } catch (const std::exception& e) {
         first.record(std::current_exception());
         group.abort(r, ErrorKind::Fatal, e.what());
-        transport.receiver(r).cancel(e.what());
+        transport->receiver(r).cancel(e.what());
       }
     });
   }
   for (auto& t : threads) t.join();
+  if (sender_process) {
+    try {
+      sender_process->join();  // a stream that ended cleanly and a sender that then crashed still fails the refit
+    } catch (...) {
+      first.record(std::current_exception());
+    }
+  }
   first.rethrow();
   last_batches_ = aligner.batches_delivered();
   phase.add_bytes(aligner.bytes_delivered());

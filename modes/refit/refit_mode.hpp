@@ -22,8 +22,9 @@
 
 namespace wsb::refit {
 
-/// Transports a refit cell may name: "inproc" (sender threads in the engine's process) and "shm" (the senders in a
-/// forked process, buckets through shared memory).
+/// Transports a refit cell may name: "inproc" (sender threads in the engine's process, InProcTransport) and "shm"
+/// (the senders on threads of a child process forked for each refit, buckets through a shared-memory ring per rank,
+/// ShmTransport; a sender process that dies fails the refit on every rank, never hangs it).
 const std::vector<std::string>& refit_transport_names();
 
 class RefitMode final : public SyncMode {

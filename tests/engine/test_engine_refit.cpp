@@ -57,23 +57,36 @@ uint64_t expected_batches(const refit::RankShards& shards, uint64_t bucket) {
 }
 
 class RefitModeTest : public ::testing::Test {
+ public:
+  std::string transport_ = "inproc";
  protected:
   void SetUp() override { test::publish_tiny(store(), 3, kSeed); }
   std::filesystem::path store() const { return dir_ / "store"; }
   SyncContext context(uint64_t bucket) const {
     SyncContext c{test::tiny_profile(), build_rank_layouts(test::tiny_profile(), kTp), store(), dir_ / "work", 2};
     c.refit_bucket_bytes = bucket;
+    c.refit_transport = transport_;
     return c;
   }
   EngineOptions engine_options(uint64_t bucket, const std::string& name) const {
     EngineOptions o{test::tiny_profile(), kTp, "refit", store(), dir_ / name, 2};
     o.refit_bucket_bytes = bucket;
+    o.refit_transport = transport_;
     return o;
   }
   test::TempDir dir_;
 };
 
-TEST_F(RefitModeTest, OneVersionStepPerRefitAcrossManyBatchesAndImagesEqualTheOrdinaryLoader) {
+/// The same refit over each transport: threads of this process, or a forked sender process through shared memory.
+class RefitTransports : public RefitModeTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    transport_ = GetParam();
+    RefitModeTest::SetUp();
+  }
+};
+
+TEST_P(RefitTransports, OneVersionStepPerRefitAcrossManyBatchesAndImagesEqualTheOrdinaryLoader) {
   const ModelProfile profile = test::tiny_profile();
   const auto layouts = build_rank_layouts(profile, kTp);
   const auto shards = refit::plan_rank_shards(profile.canonical_tensors(), layouts);
@@ -117,7 +130,7 @@ TEST_F(RefitModeTest, OneVersionStepPerRefitAcrossManyBatchesAndImagesEqualTheOr
   EXPECT_EQ(mode.prepared_version(), 3u);
 }
 
-TEST_F(RefitModeTest, ProbesDuringTheRefitAreServedAtTheOldVersionAndCommitBumpsItOnce) {
+TEST_P(RefitTransports, ProbesDuringTheRefitAreServedAtTheOldVersionAndCommitBumpsItOnce) {
   const auto shards =
       refit::plan_rank_shards(test::tiny_profile().canonical_tensors(), build_rank_layouts(test::tiny_profile(), kTp));
   Engine engine(engine_options(smallest_bucket(shards), "work"));
@@ -169,8 +182,11 @@ TEST_F(RefitModeTest, UnknownTransportIsRefusedAtSetup) {
   EngineOptions o = engine_options(0, "work");
   o.refit_transport = "carrier-pigeon";
   test::expect_error([&] { Engine engine(o); }, ErrorKind::Format,
-                     {"refit mode: transport 'carrier-pigeon' is unknown (known: inproc"});
+                     {"refit mode: transport 'carrier-pigeon' is unknown (known: inproc, shm)"});
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, RefitTransports, ::testing::Values(std::string("inproc"), std::string("shm")),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace wsb

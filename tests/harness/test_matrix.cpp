@@ -72,7 +72,7 @@ TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
   EXPECT_EQ(m.cells[0].to_json()["bucket_bytes"], 4096);
   EXPECT_EQ(matrix_error(nlohmann::json::parse(
                 R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "transport": "pigeon"}]})")),
-            "m.json: cell 0: field 'transport': unknown transport 'pigeon' (inproc)");
+            "m.json: cell 0: field 'transport': unknown transport 'pigeon' (inproc, shm)");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "bucket_bytes": 4096}]})")),
             "m.json: cell 0: fields 'transport' and 'bucket_bytes' apply to mode refit only (mode is 'cpu')");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "engine": "http"}]})")),
@@ -83,22 +83,23 @@ TEST(Matrix, TheSmokeMatrixLoads) {
   const auto m = load_matrix(std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
   // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; llama and kimi cpu+device-delta; tiny llama x both under
   // gvisor
-  ASSERT_EQ(m.cells.size(), 14u);
+  ASSERT_EQ(m.cells.size(), 15u);
   EXPECT_EQ(m.cells[0].mode, "disk");
   EXPECT_EQ(m.cells[1].mode, "cpu");
   EXPECT_EQ(m.cells[0].tp, 2);
   EXPECT_EQ(m.cells[0].n, 3);
-  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
+  for (size_t i = 0; i < 13; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
   EXPECT_EQ(m.cells[8].id, "llama-tiny-bf16/cpu+device-delta/native/tp2");
   EXPECT_EQ(m.cells[8].commit_strategy, "device-delta");
   EXPECT_EQ(m.cells[9].id, "kimi-tiny-nvfp4/cpu+device-delta/native/tp2");
   EXPECT_EQ(m.cells[10].id, "llama-tiny-bf16/refit+inproc/native/tp2");
   EXPECT_EQ(m.cells[10].bucket_bytes, 131072u);
   EXPECT_EQ(m.cells[11].id, "kimi-tiny-nvfp4/refit+inproc/native/tp2");
-  EXPECT_EQ(m.cells[12].id, "llama-tiny-bf16/disk/gvisor/tp2");
-  EXPECT_EQ(m.cells[13].id, "llama-tiny-bf16/cpu/gvisor/tp2");
-  EXPECT_EQ(m.cells[13].n, 3);
-  EXPECT_EQ(m.cells[13].engine, "embedded-cpu");
+  EXPECT_EQ(m.cells[12].id, "gpt-oss-tiny-mxfp4/refit+shm/native/tp2");
+  EXPECT_EQ(m.cells[13].id, "llama-tiny-bf16/disk/gvisor/tp2");
+  EXPECT_EQ(m.cells[14].id, "llama-tiny-bf16/cpu/gvisor/tp2");
+  EXPECT_EQ(m.cells[14].n, 3);
+  EXPECT_EQ(m.cells[14].engine, "embedded-cpu");
   EXPECT_EQ(filter_cells(m.cells, "gvisor").size(), 2u);
 }
 
