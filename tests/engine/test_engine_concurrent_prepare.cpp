@@ -15,6 +15,7 @@
 
 #include "engine/engine.hpp"
 #include "models/core/errors.hpp"
+#include "tests/support/param_names.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -194,7 +195,7 @@ TEST_P(EngineConcurrentPrepare, RacingPreparesOfTwoTargetsLeaveTheVersionTheirOu
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, EngineConcurrentPrepare, ::testing::Values("disk", "cpu"));
+INSTANTIATE_TEST_SUITE_P(Modes, EngineConcurrentPrepare, ::testing::Values("disk", "cpu"), test::StringParamName());
 
 }  // namespace
 }  // namespace wsb
