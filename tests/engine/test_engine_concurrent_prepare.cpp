@@ -6,6 +6,7 @@
 // the one those outcomes imply, nothing served moves, and committing it equals a fresh native load.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <barrier>
 #include <future>
 #include <set>
@@ -71,8 +72,10 @@ class EngineConcurrentPrepare : public ::testing::TestWithParam<std::string> {
   Overlap overlap(Engine& engine, uint32_t first, uint32_t second) {
     std::promise<void> building, released;
     std::shared_future<void> release = released.get_future().share();
-    engine.debug_set_inside_prepare([&building, release, first](uint32_t target) {
-      if (target != first) return;
+    std::atomic<bool> held{false};
+    // Holds the first build of `first` only: a second one (which the state machine must never admit) runs through.
+    engine.debug_set_inside_prepare([&building, &held, release, first](uint32_t target) {
+      if (target != first || held.exchange(true)) return;
       building.set_value();
       release.wait();
     });

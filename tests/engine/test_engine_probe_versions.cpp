@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <thread>
 
@@ -26,10 +27,10 @@ constexpr int kClients = 2;       // back-to-back probe threads during prepare, 
 constexpr int kAfterEach = 2;     // requests each client sends after the commit returned
 constexpr int kInFlight = 2;      // long requests accepted before commit is called
 constexpr int kDuringPause = 2;   // requests sent from inside the pause
-// The long requests need this many decode steps after their prompt; commit closes the gate after at most one more
-// step, so they are normally still held when it does. One that finished first would be answered at v0 (allowed,
-// and counted as such); the test requires only one of them to be held.
-constexpr int kLongTokens = 32;
+// The long requests decode for about this long: commit closes the gate a step or so after it is called, so they
+// are still decoding then even when the test's threads were descheduled for a while on a busy machine. One that
+// finished first would be answered at v0 (allowed, and counted); the test requires one of them to be held.
+constexpr double kLongSeconds = 0.1;
 
 GenerateRequest probe() {
   GenerateRequest r;
@@ -38,11 +39,21 @@ GenerateRequest probe() {
   return r;
 }
 
-GenerateRequest long_probe() {
+GenerateRequest long_probe(int tokens) {
   GenerateRequest r;
   r.input_ids = tokenize_bytes("held");
-  r.max_new_tokens = kLongTokens;
+  r.max_new_tokens = tokens;
   return r;
+}
+
+/// New tokens that take about kLongSeconds on `engine` in this build (ThreadSanitizer decodes ~100x slower than
+/// -O2): a size derived from one request's step times, never a time the test asserts.
+int long_tokens(Engine& engine) {
+  GenerateRequest r = probe();
+  r.max_new_tokens = 16;
+  const std::vector<double> steps = engine.generate(r).step_times;
+  const double per_step = (steps.back() - steps.front()) / static_cast<double>(steps.size() - 1);
+  return std::clamp(static_cast<int>(kLongSeconds / std::max(per_step, 1e-6)), 16, 2000);
 }
 
 /// One response as its client saw it.
@@ -69,7 +80,7 @@ class EngineProbeVersions : public ::testing::TestWithParam<std::string> {
   EngineOptions options(const std::string& work) const {
     return EngineOptions{test::tiny_profile(), 2, GetParam(), dir_ / "store", dir_ / work, 2};
   }
-  Reference native(uint32_t version) {
+  Reference native(uint32_t version, int tokens) {
     auto checkpoint = Store(dir_ / "store").update_dir(0);
     if (version != 0) {
       checkpoint = dir_ / ("native" + std::to_string(version));
@@ -77,7 +88,7 @@ class EngineProbeVersions : public ::testing::TestWithParam<std::string> {
     }
     Engine engine(options("native-work" + std::to_string(version)));
     engine.load_native(checkpoint, version);
-    return {ask(engine, probe()).fingerprint, ask(engine, long_probe()).fingerprint};
+    return {ask(engine, probe()).fingerprint, ask(engine, long_probe(tokens)).fingerprint};
   }
   test::TempDir dir_;
 };
@@ -102,10 +113,6 @@ std::vector<Answer> traffic(Engine& engine, size_t each, const std::function<voi
 }
 
 TEST_P(EngineProbeVersions, EveryResponseCarriesOneVersionWithItsNativeFingerprint) {
-  const Reference v0 = native(0), v1 = native(1);
-  ASSERT_NE(v0.probe, v1.probe);
-  ASSERT_NE(v0.long_probe, v1.long_probe);
-
   Engine engine(options("work"));
   size_t held_at_pause = 0;
   double pause_begin = 0, pause_end = 0;
@@ -122,6 +129,11 @@ TEST_P(EngineProbeVersions, EveryResponseCarriesOneVersionWithItsNativeFingerpri
     pause_end = steady_seconds();
   });
   engine.load_native(Store(dir_ / "store").update_dir(0), 0);
+  const int tokens = long_tokens(engine);
+  RecordProperty("long_tokens", tokens);
+  const Reference v0 = native(0, tokens), v1 = native(1, tokens);
+  ASSERT_NE(v0.probe, v1.probe);
+  ASSERT_NE(v0.long_probe, v1.long_probe);
 
   // Before the pause: clients keep sending while prepare builds v1 on the mode's threads; all answered before
   // commit is called.
@@ -129,9 +141,15 @@ TEST_P(EngineProbeVersions, EveryResponseCarriesOneVersionWithItsNativeFingerpri
   // Held across the pause: long requests the engine accepted before commit was called.
   std::vector<std::future<Answer>> in_flight;
   for (int i = 0; i < kInFlight; ++i) {
-    in_flight.push_back(std::async(std::launch::async, [&] { return ask(engine, long_probe()); }));
+    in_flight.push_back(std::async(std::launch::async, [&] { return ask(engine, long_probe(tokens)); }));
   }
-  ASSERT_TRUE(test::wait_until([&] { return engine.debug_requests_held() == kInFlight; },
+  // Accepted: held by the engine, or already answered (then at v0).
+  const auto answered = [&] {
+    return std::count_if(in_flight.begin(), in_flight.end(), [](const auto& f) {
+      return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    });
+  };
+  ASSERT_TRUE(test::wait_until([&] { return engine.debug_requests_held() + answered() == kInFlight; },
                                "the long requests to be accepted"));
   engine.commit(1);
   // After the pause: clients send a fixed number each once commit returned.
@@ -158,6 +176,7 @@ TEST_P(EngineProbeVersions, EveryResponseCarriesOneVersionWithItsNativeFingerpri
     EXPECT_EQ(a.restarts, a.version == 1 && decoded_before ? 1 : 0);
   }
   EXPECT_EQ(answered_at_target, held_at_pause);
+  RecordProperty("held_at_pause", static_cast<int>(held_at_pause));
   ASSERT_EQ(sent_in_pause.size(), size_t{kDuringPause});
   for (auto& f : sent_in_pause) {
     const Answer a = f.get();
