@@ -163,6 +163,7 @@ TEST_P(EngineConcurrentPrepare, RacingPreparesOfOneTargetBuildOnce) {
   for (int round = 0; round < kRounds; ++round) {
     auto e = boot_v0();
     auto [a, b] = race(*e, 1, 1);
+    RecordProperty("round" + std::to_string(round), a + " | " + b);  // which order the OS ran them in
     if (b == "built") std::swap(a, b);
     EXPECT_EQ(a, "built") << "round " << round;
     EXPECT_EQ(second_of_pair.count(b), 1u) << "round " << round << ": " << b;
@@ -177,6 +178,7 @@ TEST_P(EngineConcurrentPrepare, RacingPreparesOfTwoTargetsLeaveTheVersionTheirOu
   for (int round = 0; round < kRounds; ++round) {
     auto e = boot_v0();
     const auto [one, two] = race(*e, 1, 2);
+    RecordProperty("round" + std::to_string(round), one + " | " + two);  // which order the OS ran them in
     // Every order the two threads can run in, with what each call returns and what ends up prepared.
     uint32_t prepared = 0;
     if (one == "built" && two == "State: prepare 000002: another prepare is pending") {
