@@ -222,12 +222,14 @@ void Engine::scheduler_loop() {
       for (auto& a : queue_) a->promise.set_exception(error);
       active.clear();
       queue_.clear();
+      decoding_ = 0;
       continue;
     }
     while (!queue_.empty()) {
       active.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    decoding_ = active.size();
     step_running_ = true;
     lock.unlock();
     // One decode step for every active sequence, in arrival order (each sequence is computed alone, so the
@@ -253,6 +255,7 @@ void Engine::scheduler_loop() {
       }
     }
     std::erase_if(active, [](const auto& a) { return a == nullptr; });
+    decoding_ = active.size();
     cv_.notify_all();
   }
   for (auto& a : active) {
@@ -282,6 +285,7 @@ PrepareReport Engine::prepare(uint32_t target) {
   }
   PhaseLog log;
   try {
+    if (debug_inside_prepare_) debug_inside_prepare_(target);
     mode_->prepare(ticket.served, target, log);
   } catch (...) {
     // A rejection found before the mode mutated anything keeps the previously prepared version usable.
@@ -405,6 +409,11 @@ std::vector<std::vector<StoragePointer>> Engine::storage_pointers() const {
     }
   }
   return out;
+}
+
+size_t Engine::debug_requests_held() const {
+  std::lock_guard lock(mu_);
+  return queue_.size() + decoding_;
 }
 
 void Engine::debug_flip_storage_byte(int rank, size_t storage, uint64_t offset) {

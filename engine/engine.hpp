@@ -132,6 +132,13 @@ class Engine {
   /// Tests only: `hook` runs inside every later commit's pause, before the storages are written (to provoke races
   /// exactly). Set before serving.
   void debug_set_inside_pause(std::function<void()> hook) { debug_inside_pause_ = std::move(hook); }
+  /// Tests only: `hook(target)` runs inside every later prepare the state machine admitted as a build, before the
+  /// mode builds (to hold a prepare pending while another thread calls prepare or commit). Set while no prepare
+  /// runs.
+  void debug_set_inside_prepare(std::function<void(uint32_t)> hook) { debug_inside_prepare_ = std::move(hook); }
+  /// Tests only: requests accepted and not yet answered (queued or decoding). Read inside a commit's pause it is
+  /// exactly the number of requests that will be answered at the committed version.
+  size_t debug_requests_held() const;
   /// Corrupts one byte of a storage (tests of the checks only).
   void debug_flip_storage_byte(int rank, size_t storage, uint64_t offset);
   /// Corrupts byte `offset` of the staged device-delta pack (tests of the checks only; Error(State) when none).
@@ -158,10 +165,12 @@ class Engine {
   std::atomic<bool> loaded_{false};
 
   mutable std::mutex control_mu_;  // serializes load/commit/checksums against each other
+  std::function<void(uint32_t)> debug_inside_prepare_;
 
-  std::mutex mu_;  // guards everything below
+  mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Active>> queue_;
+  size_t decoding_ = 0;  ///< requests the scheduler took from queue_ and has not answered yet
   bool pause_requested_ = false;
   bool step_running_ = false;
   bool stop_ = false;

@@ -2,6 +2,7 @@
 // What an engine serves, for tests that compare an updated engine with a fresh native load: the weight version,
 // every rank's storage checksums and the fingerprint of one fixed greedy probe.
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,16 @@ struct Served {
   std::string fingerprint;
   bool operator==(const Served&) const = default;
 };
+
+/// GoogleTest printer: a failed comparison shows version, fingerprint and checksums instead of the struct's bytes.
+inline void PrintTo(const Served& s, std::ostream* os) {
+  *os << "{version " << s.version << ", fingerprint " << s.fingerprint;
+  for (size_t r = 0; r < s.checksums.size(); ++r) {
+    *os << "\n  rank " << r << ":";
+    for (const auto& [name, hex] : s.checksums[r]) *os << " " << name << "=" << hex;
+  }
+  *os << "}";
+}
 
 /// Served state of `engine`, its fingerprint from a greedy probe of `prompt` (bytes as tokens), 6 new tokens.
 inline Served served(Engine& engine, const std::string& prompt) {
