@@ -56,7 +56,10 @@ fi
 cmake --build "$dir" -j "${SANITIZE_JOBS:-$(nproc 2>/dev/null || echo 2)}" --target "${targets[@]}"
 
 # halt_on_error: the first report ends the process, so the test fails and the report is the last thing it printed.
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+# die_after_fork=0: the refit's shm transport forks a sender process that starts its rank threads after the fork
+# (modes/refit/sender_process.hpp); TSan cannot follow a multi-threaded fork's child, which then runs unchecked
+# instead of being killed. The parent side, where the receivers and the engine run, stays fully checked.
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0 ${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 ${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
 cd "$dir"

@@ -82,6 +82,11 @@ class RefitTransports : public RefitModeTest, public ::testing::WithParamInterfa
  protected:
   void SetUp() override {
     transport_ = GetParam();
+#if defined(__SANITIZE_THREAD__)
+    // The shm sender process is forked from this multi-threaded test and starts its rank threads: TSan's runtime
+    // does not support that child ("dup thread with used id"). The transport's own suite forks from one thread.
+    if (transport_ == "shm") GTEST_SKIP() << "ThreadSanitizer cannot run threads in a child of a multi-threaded fork";
+#endif
     RefitModeTest::SetUp();
   }
 };
