@@ -1,5 +1,7 @@
 #include "engine/engine.hpp"
 
+#include "engine/cuda/cuda_ipc.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -72,6 +74,15 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
   context.commit_strategy = options_.commit_strategy;
   context.refit_transport = options_.refit_transport;
   context.refit_bucket_bytes = options_.refit_bucket_bytes;
+  context.refit_base_gpu_id = options_.refit_base_gpu_id;
+  if (options_.backend == "cuda") {
+    context.device_ipc = &cuda_device_ipc();
+    const auto& device = static_cast<const DeviceStorages&>(*storages_);
+    for (size_t r = 0; r < layouts_.size(); ++r) context.rank_devices.push_back(device.device_of(static_cast<int>(r)));
+  } else if (options_.refit_device_ipc != nullptr) {
+    context.rank_devices.assign(layouts_.size(), 0);
+  }
+  if (options_.refit_device_ipc != nullptr) context.device_ipc = options_.refit_device_ipc;
   context.fault_hook = options_.fault_hook;
   context.live = device_transforms_ ? static_cast<StorageTarget*>(device_transforms_.get()) : storages_.get();
   mode_ = make_sync_mode(options_.mode, std::move(context));

@@ -49,9 +49,15 @@ struct EngineOptions {
   /// device.delta_staging_bytes per device (cuda), or on the cpu backend that many host bytes (0: a quarter of the
   /// storages' bytes).
   std::string commit_strategy = "full";
-  /// refit mode: transport ("inproc" | "shm") and bucket size in bytes (0: the mode's default), SyncContext's.
+  /// refit mode: transport ("inproc" | "shm" | "cuda-ipc"), bucket size in bytes (0: the mode's default) and, for
+  /// cuda-ipc, the physical id of local GPU 0 (SGLang's base_gpu_id), SyncContext's.
   std::string refit_transport = "inproc";
   uint64_t refit_bucket_bytes = 0;
+  int refit_base_gpu_id = 0;
+  /// refit cuda-ipc: device memory export/import in place of the backend's (null: the cuda backend's
+  /// cuda_device_ipc, none on the cpu backend). Tests give the host stand-in (modes/refit/host_device_ipc.hpp) to
+  /// run the whole cuda-ipc path on the cpu backend, every rank on "GPU" 0.
+  const refit::DeviceIpc* refit_device_ipc = nullptr;
   /// Crash and resource tests, and `wsbench serve --fault`, only: called at every fault site of prepare and commit
   /// (modes/sync/fault_point.hpp). A throw at a commit site is fatal for the engine, as any failure after mutation.
   FaultHook fault_hook{};

@@ -11,6 +11,7 @@ EmbeddedEngineClient::EmbeddedEngineClient(const EngineLaunch& launch, const std
   options.commit_strategy = launch.commit_strategy;
   options.refit_transport = launch.refit_transport;
   options.refit_bucket_bytes = launch.refit_bucket_bytes;
+  options.refit_base_gpu_id = launch.refit_base_gpu_id;
   engine_ = std::make_unique<Engine>(std::move(options));
   load_report_ = engine_->load_native(checkpoint_dir, version);
 }

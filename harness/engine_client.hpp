@@ -68,8 +68,9 @@ struct EngineLaunch {
   DeviceStorageOptions device{};  ///< cuda backend: H2D chunk and copy streams
   bool cupti = false;            ///< cuda backend: CUPTI summary of every commit
   std::string commit_strategy = "full";  ///< cpu mode: "full" | "device-delta"
-  std::string refit_transport = "inproc";  ///< refit mode: "inproc" | "shm"
+  std::string refit_transport = "inproc";  ///< refit mode: "inproc" | "shm" | "cuda-ipc"
   uint64_t refit_bucket_bytes = 0;         ///< refit mode: bucket size, bytes (0: the mode's default)
+  int refit_base_gpu_id = 0;               ///< refit cuda-ipc: physical id of the engine's local GPU 0
   std::string engine = "embedded";  ///< "embedded" (in-process) | "http" (a server started from `server`)
   HttpServerSpec server{};          ///< http only
   std::optional<int> layers{}, experts{};  ///< the profile's scale ({layers}, {experts} of the server command)

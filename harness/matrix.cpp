@@ -18,7 +18,7 @@ const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtim
                                         "tp",       "n",      "seed",    "target",          "publish_versions",
                                         "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
-                                        "delta_staging_bytes", "transport", "bucket_bytes",
+                                        "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
                                         "server_request_timeout_s", "store"};
 const std::set<std::string> kModes{"disk", "cpu", "refit"};
@@ -78,6 +78,7 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("commit_strategy")) cell.commit_strategy = get_field<std::string>(j, "commit_strategy", where);
   if (j.contains("transport")) cell.transport = get_field<std::string>(j, "transport", where);
   if (j.contains("bucket_bytes")) cell.bucket_bytes = get_field<uint64_t>(j, "bucket_bytes", where);
+  if (j.contains("base_gpu_id")) cell.base_gpu_id = get_field<int>(j, "base_gpu_id", where);
   if (j.contains("delta_staging_bytes")) {
     cell.delta_staging_bytes = get_field<uint64_t>(j, "delta_staging_bytes", where);
   }
@@ -155,6 +156,14 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
   if (cell.mode != "refit" && (cell.transport != "inproc" || cell.bucket_bytes != 0)) {
     fail(where, fmt::format("fields 'transport' and 'bucket_bytes' apply to mode refit only (mode is '{}')", cell.mode));
   }
+  if (cell.base_gpu_id < 0) fail(where, fmt::format("field 'base_gpu_id' must be >= 0, got {}", cell.base_gpu_id));
+  if (cell.base_gpu_id != 0 && cell.transport != "cuda-ipc") {
+    fail(where, fmt::format("field 'base_gpu_id' applies to transport cuda-ipc only (transport is '{}')", cell.transport));
+  }
+  if (cell.transport == "cuda-ipc" && !cell.uses_cuda()) {
+    fail(where, fmt::format("transport 'cuda-ipc' needs engine 'embedded-cuda' (device memory to export), not '{}'",
+                            cell.engine));
+  }
   if (cell.mode == "refit" && cell.uses_http()) {
     // The trainer simulator streams into the embedded engine's receivers; a served engine has no stream endpoint.
     fail(where, "mode 'refit' needs an embedded engine (embedded-cpu or embedded-cuda), not 'http'");
@@ -184,6 +193,7 @@ nlohmann::json MatrixCell::to_json() const {
   if (mode == "refit") {
     j["transport"] = transport;
     j["bucket_bytes"] = bucket_bytes;
+    if (transport == "cuda-ipc") j["base_gpu_id"] = base_gpu_id;
   }
   if (commit_strategy != "full") {
     j["commit_strategy"] = commit_strategy;

@@ -39,10 +39,12 @@ struct MatrixCell {
   int prepare_threads = 2;
   /// cpu mode's commit strategy: "full" | "device-delta" (modes/sync/staged_delta.hpp).
   std::string commit_strategy = "full";
-  /// refit mode: transport between trainer simulator and receivers, "inproc" | "shm" (modes/refit/refit_mode.hpp),
-  /// and the bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB, at least 64 MiB).
+  /// refit mode: transport between trainer simulator and receivers, "inproc" | "shm" | "cuda-ipc"
+  /// (modes/refit/refit_link.hpp), the bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB,
+  /// at least 64 MiB), and for cuda-ipc the physical id of the engine's local GPU 0 (SGLang's base_gpu_id).
   std::string transport = "inproc";
   uint64_t bucket_bytes = 0;
+  int base_gpu_id = 0;
   /// The mode as ids, tables and comparisons name it: "cpu+device-delta", "refit+shm"; plain "disk" / "cpu".
   std::string mode_label() const;
   uint64_t delta_staging_bytes = 0;  ///< device-delta staging area per device (0: the engine's default)

@@ -436,6 +436,7 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     launch.commit_strategy = cell.commit_strategy;
     launch.refit_transport = cell.transport;
     launch.refit_bucket_bytes = cell.bucket_bytes;
+    launch.refit_base_gpu_id = cell.base_gpu_id;
     launch.device.delta_staging_bytes = cell.delta_staging_bytes;
     if (cell.uses_cuda()) {
       launch.backend = "cuda";

@@ -2,6 +2,8 @@
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/cuda_ops.hpp"
 
+#include <cstring>
+
 #include <nvtx3/nvToolsExtCudaRt.h>
 
 namespace wsb::cuda_ops {
@@ -124,6 +126,32 @@ void copy_h2d_async(int device, void* dst, const void* src, uint64_t bytes, void
 void copy_d2h_async(int device, void* dst, const void* src, uint64_t bytes, void* stream, const std::string& what) {
   DeviceGuard guard(device, what);
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, as_stream(stream)), what + ": cudaMemcpyAsync D2H");
+}
+
+void ipc_get_handle(int device, void* p, uint8_t* handle, const std::string& what) {
+  DeviceGuard guard(device, what);
+  cudaIpcMemHandle_t h;
+  static_assert(sizeof h == CUDA_IPC_HANDLE_SIZE, "cudaIpcMemHandle_t is CUDA_IPC_HANDLE_SIZE bytes");
+  check(cudaIpcGetMemHandle(&h, p), what + ": cudaIpcGetMemHandle");
+  std::memcpy(handle, &h, sizeof h);
+}
+
+void* ipc_open_handle(int device, const uint8_t* handle, const std::string& what) {
+  DeviceGuard guard(device, what);
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle, sizeof h);
+  void* p = nullptr;
+  check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
+        what + ": cudaIpcOpenMemHandle on device " + std::to_string(device));
+  return p;
+}
+
+void ipc_close_handle(int device, void* p) noexcept {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = device;
+  if (cudaSetDevice(device) == cudaSuccess) cudaIpcCloseMemHandle(p);
+  cudaGetLastError();
+  cudaSetDevice(previous);
 }
 
 void host_register(void* p, uint64_t bytes) {

@@ -42,6 +42,15 @@ void copy_h2d_async(int device, void* dst, const void* src, uint64_t bytes, void
 /// cudaMemcpyAsync device -> host on `stream`.
 void copy_d2h_async(int device, void* dst, const void* src, uint64_t bytes, void* stream, const std::string& what);
 
+/// cudaIpcGetMemHandle of `p` (a cudaMalloc'd base pointer on `device`) into `handle` (64 bytes,
+/// CUDA_IPC_HANDLE_SIZE).
+void ipc_get_handle(int device, void* p, uint8_t* handle, const std::string& what);
+/// cudaIpcOpenMemHandle(handle, cudaIpcMemLazyEnablePeerAccess) on `device`: another process's allocation mapped
+/// in this one. CUDA refuses a handle in the process that exported it.
+void* ipc_open_handle(int device, const uint8_t* handle, const std::string& what);
+/// cudaIpcCloseMemHandle; never throws.
+void ipc_close_handle(int device, void* p) noexcept;
+
 /// cudaHostRegister(p, bytes, cudaHostRegisterPortable): every device can DMA from [p, p + bytes). Refusal ->
 /// Error(Resource) "pinning <bytes> B of host memory failed: <cuda error>".
 void host_register(void* p, uint64_t bytes);

@@ -5,8 +5,11 @@
 #include <iostream>
 
 #include "harness/cmd_report.hpp"
+#include "engine/cuda/cuda_ipc.hpp"
 #include "harness/commands.hpp"
 #include "models/core/errors.hpp"
+#include "modes/refit/host_device_ipc.hpp"
+#include "modes/refit/sender_job.hpp"
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
@@ -116,6 +119,12 @@ int main(int argc, char** argv) {
   auto* codecs = app.add_subcommand("codecs", "wsbench's decode tables and encoder probes as JSON");
   codecs->add_option("--json", codecs_json, "output file (default: stdout)");
 
+  auto* refit_sender = app.add_subcommand("refit-sender", "the trainer's sender ranks of one cuda-ipc refit");
+  std::string refit_sender_ipc = "cuda";
+  refit_sender->add_option("--ipc", refit_sender_ipc, "device memory: cuda, or host (tests without a GPU)")
+      ->check(CLI::IsMember({"cuda", "host"}));
+  refit_sender->group("");  // internal: started by the engine with its job on fd 3 (modes/refit/sender_job.hpp)
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (profiles.empty()) profiles = wsb::default_profiles_dir();
@@ -129,6 +138,11 @@ int main(int argc, char** argv) {
     if (report.selected()) return report.run();
     if (*inspect) return wsb::cmd_inspect(inspect_args);
     if (*codecs) return wsb::cmd_codecs(codecs_json);
+    if (*refit_sender) {
+      return wsb::refit::run_sender_job(refit_sender_ipc == "host"
+                                            ? static_cast<const wsb::refit::DeviceIpc&>(wsb::refit::host_device_ipc())
+                                            : wsb::cuda_device_ipc());
+    }
   } catch (const wsb::Error& e) {
     std::cerr << fmt::format("wsbench: error ({}): {}\n", wsb::error_kind_name(e.kind()), e.what());
     return 2;

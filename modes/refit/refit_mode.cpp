@@ -7,13 +7,10 @@
 #include <mutex>
 #include <thread>
 
-#include <unistd.h>
 
 #include "models/core/errors.hpp"
-#include "modes/refit/inproc_transport.hpp"
 #include "modes/refit/receiver_group.hpp"
-#include "modes/refit/sender_process.hpp"
-#include "modes/refit/shm_transport.hpp"
+#include "modes/refit/refit_link.hpp"
 #include "modes/refit/stream_aligner.hpp"
 #include "modes/store/store.hpp"
 #include "modes/sync/commit_copy.hpp"
@@ -53,7 +50,21 @@ const SyncContext& checked(const SyncContext& context) {
     throw Error(ErrorKind::Format, fmt::format("refit mode: transport '{}' is unknown (known: {})",
                                                context.refit_transport, fmt::join(names, ", ")));
   }
+  if (context.refit_transport == "cuda-ipc" &&
+      (context.device_ipc == nullptr || context.rank_devices.size() != context.layouts.size())) {
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("refit mode: transport 'cuda-ipc' needs the cuda backend (device memory to export and "
+                            "import, one GPU per TP rank); this engine gives {} for {} ranks",
+                            context.device_ipc == nullptr ? std::string("no device IPC")
+                                                          : fmt::format("{} GPUs", context.rank_devices.size()),
+                            context.layouts.size()));
+  }
   return context;
+}
+
+HostMemory trainer_memory(const SyncContext& context) {
+  // The cuda-ipc sender process maps the trainer's weights: they must live in memfds.
+  return context.refit_transport == "cuda-ipc" ? HostMemory::Shared : HostMemory::Private;
 }
 
 /// First error of a refit, by time: the rank that detected a problem records it before it aborts the others.
@@ -74,16 +85,11 @@ class FirstError {
 
 }  // namespace
 
-const std::vector<std::string>& refit_transport_names() {
-  static const std::vector<std::string> names{"inproc", "shm"};
-  return names;
-}
-
 RefitMode::RefitMode(SyncContext context)
     : context_(std::move(checked(context))),
       shards_(plan_rank_shards(context_.profile.canonical_tensors(), context_.layouts)),
       layout_(refit_layout(shards_)),
-      trainer_(context_.profile, shards_),
+      trainer_(context_.profile, shards_, trainer_memory(context_)),
       bucket_bytes_(checked_bucket(choose_bucket_bytes(context_, shards_), shards_)),
       pool_(bucket_bytes_, shards_.size()) {
   const auto index = [this](const std::string& name) {
@@ -121,34 +127,23 @@ void RefitMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
 void RefitMode::stream(PhaseLog& log) {
   ScopedPhase phase(log, "prepare.stream", Floor::HostMemcpy);
   const int ranks = static_cast<int>(shards_.size());
-  std::unique_ptr<Transport> transport;
-  std::unique_ptr<SenderProcess> sender_process;
-  std::vector<std::thread> threads;
-  threads.reserve(2 * static_cast<size_t>(ranks));
-  // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded on this side.
-  const auto send = [this, &transport](int r) { stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, *transport); };
-  if (context_.refit_transport == "shm") {
-    auto shm = std::make_unique<ShmTransport>(ranks, bucket_bytes_);
-    // Read only in the forked child: its senders stop when this process (their receiver) is gone.
-    shm->set_receiver_alive([parent = getpid()] { return getppid() == parent; });
-    ShmTransport& ring = *shm;
-    transport = std::move(shm);
-    sender_process = std::make_unique<SenderProcess>(ranks, send);
-    ring.set_sender_alive([process = sender_process.get()] { return process->alive(); });
-  } else {
-    transport = std::make_unique<InProcTransport>(ranks, bucket_bytes_);
-    for (int r = 0; r < ranks; ++r) {
-      threads.emplace_back([&send, r] {
-        try {
-          send(r);
-        } catch (...) {
-        }
-      });
-    }
-  }
-  StreamAligner aligner(layout_, *transport, pool_);
+  LinkSetup setup{.transport = context_.refit_transport,
+                  .ranks = ranks,
+                  .bucket_bytes = bucket_bytes_,
+                  // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded here.
+                  .send = [this](int r, Transport& t) { stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, t); },
+                  .trainer = &trainer_,
+                  .ipc = context_.device_ipc,
+                  .rank_devices = context_.rank_devices,
+                  .base_gpu_id = context_.refit_base_gpu_id,
+                  .sender_exe = context_.refit_sender_exe};
+  std::unique_ptr<RefitLink> link = open_link(setup);
+  Transport& transport = link->transport();
+  StreamAligner aligner(layout_, transport, pool_);
   RankReceiverGroup group(aligner);
   FirstError first;
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       RankApplier& applier = *appliers_[static_cast<size_t>(r)];
@@ -163,22 +158,16 @@ void RefitMode::stream(PhaseLog& log) {
       } catch (const Error& e) {
         first.record(std::current_exception());
         group.abort(r, e.kind(), e.what());
-        transport->receiver(r).cancel(e.what());
+        transport.receiver(r).cancel(e.what());
       } catch (const std::exception& e) {
         first.record(std::current_exception());
         group.abort(r, ErrorKind::Fatal, e.what());
-        transport->receiver(r).cancel(e.what());
+        transport.receiver(r).cancel(e.what());
       }
     });
   }
   for (auto& t : threads) t.join();
-  if (sender_process) {
-    try {
-      sender_process->join();  // a stream that ended cleanly and a sender that then crashed still fails the refit
-    } catch (...) {
-      first.record(std::current_exception());
-    }
-  }
+  if (auto sender_failure = link->finish()) first.record(sender_failure);
   first.rethrow();
   last_batches_ = aligner.batches_delivered();
   phase.add_bytes(aligner.bytes_delivered());

@@ -15,6 +15,7 @@
 #include "modes/refit/rank_applier.hpp"
 #include "modes/refit/rank_shards.hpp"
 #include "modes/refit/refit_layout.hpp"
+#include "modes/refit/refit_link.hpp"
 #include "modes/refit/trainer_sim.hpp"
 #include "modes/refit/transport.hpp"
 #include "modes/sync/rank_image.hpp"
@@ -22,14 +23,16 @@
 
 namespace wsb::refit {
 
-/// Transports a refit cell may name: "inproc" (sender threads in the engine's process, InProcTransport) and "shm"
-/// (the senders on threads of a child process forked for each refit, buckets through a shared-memory ring per rank,
-/// ShmTransport; a sender process that dies fails the refit on every rank, never hangs it).
-const std::vector<std::string>& refit_transport_names();
+// Transports (refit_link.hpp, refit_transport_names): "inproc" (sender threads in the engine's process,
+// InProcTransport), "shm" (the senders on threads of a child process forked for each refit, buckets through a
+// shared-memory ring per rank, ShmTransport; a sender process that dies fails the refit on every rank, never hangs
+// it) and "cuda-ipc" (the senders in an exec'd `wsbench refit-sender` process, buckets through device rings it
+// exports and the engine imports, CudaIpcTransport; cuda backend only).
 
 class RefitMode final : public SyncMode {
  public:
-  /// Throws Error(Format) for an unknown context.refit_transport, Error(Mismatch) naming the weight and rank when a
+  /// Throws Error(Format) for an unknown context.refit_transport, Error(Mismatch) for cuda-ipc without the cuda
+  /// backend's device IPC, Error(Mismatch) naming the weight and rank when a
   /// shard is larger than the bucket (senders never split a weight), and what plan_rank_shards throws.
   explicit RefitMode(SyncContext context);
   ~RefitMode() override;

@@ -1,5 +1,7 @@
 #include "modes/refit/sender_process.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +39,46 @@ SenderProcess::SenderProcess(int ranks, const std::function<void(int rank)>& sen
       for (auto& t : threads) t.join();
     }
     _exit(failed ? 1 : 0);  // no destructors, no atexit handlers of the parent's state
+  }
+}
+
+SenderProcess::SenderProcess(const std::filesystem::path& exe, const std::vector<std::string>& args,
+                             const std::vector<int>& fds) {
+  const auto fail = [&exe](const char* what, int error) {
+    return Error(ErrorKind::Io, fmt::format("refit: cannot start the sender process {}: {}: {}", exe.string(), what,
+                                            std::strerror(error)));
+  };
+  // Copies above the target range first, so that dup2 onto 3 + i never clobbers a source still to be moved.
+  const int first_free = 3 + static_cast<int>(fds.size());
+  std::vector<int> high;
+  const auto close_high = [&high] {
+    for (int fd : high) close(fd);
+  };
+  for (int fd : fds) {
+    const int copy = fcntl(fd, F_DUPFD_CLOEXEC, first_free);
+    if (copy < 0) {
+      const int error = errno;
+      close_high();
+      throw fail("fcntl(F_DUPFD_CLOEXEC)", error);
+    }
+    high.push_back(copy);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  for (size_t i = 0; i < high.size(); ++i) {
+    posix_spawn_file_actions_adddup2(&actions, high[i], 3 + static_cast<int>(i));  // dup2 clears close-on-exec
+  }
+  std::vector<std::string> argv_strings{exe.string()};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int error = posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close_high();
+  if (error != 0) {
+    pid_ = -1;
+    throw fail("posix_spawn", error);
   }
 }
 

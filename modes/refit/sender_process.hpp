@@ -5,8 +5,11 @@
 // reads them; it never touches CUDA (the parent's context is not valid in a forked child) and leaves with _exit.
 #include <sys/types.h>
 
+#include <filesystem>
 #include <functional>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace wsb::refit {
 
@@ -16,6 +19,10 @@ class SenderProcess {
   /// when any send threw (send reports its error through the transport first). Throws Error(Io) naming errno when
   /// fork fails.
   SenderProcess(int ranks, const std::function<void(int rank)>& send);
+  /// Starts `exe` with `args` (argv[1..]) as a fresh process (posix_spawn: no copy of this process's threads or
+  /// CUDA context, which a forked child could not use), the environment inherited, and `fds[i]` open as fd 3 + i
+  /// in the child (the parent's stay open). Throws Error(Io) naming the executable and errno when it cannot start.
+  SenderProcess(const std::filesystem::path& exe, const std::vector<std::string>& args, const std::vector<int>& fds);
   /// Kills the child (SIGKILL) when it still runs, and reaps it. Never throws.
   ~SenderProcess();
   SenderProcess(const SenderProcess&) = delete;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -287,6 +288,15 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
 };
 
 ShmTransport::ShmTransport(int ranks, uint64_t bucket_size_bytes, ShmTransportOptions options)
+    : ShmTransport(-1, ranks, bucket_size_bytes, std::move(options)) {}
+
+std::unique_ptr<ShmTransport> ShmTransport::attach(int fd, int ranks, uint64_t bucket_size_bytes,
+                                                   ShmTransportOptions options) {
+  if (fd < 0) throw Error(ErrorKind::Mismatch, "refit: shared-memory transport: attach needs a memfd, got fd -1");
+  return std::unique_ptr<ShmTransport>(new ShmTransport(fd, ranks, bucket_size_bytes, std::move(options)));
+}
+
+ShmTransport::ShmTransport(int attach_fd, int ranks, uint64_t bucket_size_bytes, ShmTransportOptions options)
     : bucket_size_bytes_(bucket_size_bytes), depth_(options.depth), options_(std::move(options)) {
   if (ranks < 1 || depth_ < 1 || bucket_size_bytes == 0 || options_.max_entries_bytes == 0 ||
       options_.wait_slice.count() <= 0) {
@@ -309,29 +319,47 @@ ShmTransport::ShmTransport(int ranks, uint64_t bucket_size_bytes, ShmTransportOp
     return Error(ErrorKind::Resource, fmt::format("refit: shared-memory transport: {} of {} B failed: {}", what,
                                                   mapping_bytes_, std::strerror(errno)));
   };
-  // A memfd rather than MAP_ANONYMOUS: fallocate reserves the pages now, where a plain shared mapping would raise
-  // SIGBUS at the first touch that the host cannot back -- mid-refit, in whichever process touched it.
-  const int fd = memfd_create("wsbench-refit-shm", MFD_CLOEXEC);
-  if (fd < 0) throw resource_error("memfd_create");
-  if (ftruncate(fd, static_cast<off_t>(mapping_bytes_)) != 0) {
-    const Error e = resource_error("ftruncate");
-    close(fd);
-    throw e;
-  }
-  if (fallocate(fd, 0, 0, static_cast<off_t>(mapping_bytes_)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
-    const Error e = resource_error("fallocate");
-    close(fd);
-    throw e;
+  if (attach_fd >= 0) {
+    // Another process created the rings (zero = open and empty); they must have the geometry computed here.
+    struct stat st {};
+    if (fstat(attach_fd, &st) != 0) {
+      const Error e = resource_error("fstat of the attached memfd");
+      close(attach_fd);
+      throw e;
+    }
+    if (static_cast<uint64_t>(st.st_size) != mapping_bytes_) {
+      close(attach_fd);
+      throw Error(ErrorKind::Mismatch,
+                  fmt::format("refit: shared-memory transport: the attached memfd holds {} B, the geometry ({} ranks, "
+                              "{} slots of {} B) needs {} B",
+                              st.st_size, ranks, depth_, bucket_size_bytes, mapping_bytes_));
+    }
+    fd_ = attach_fd;
+  } else {
+    // A memfd rather than MAP_ANONYMOUS: fallocate reserves the pages now, where a plain shared mapping would raise
+    // SIGBUS at the first touch that the host cannot back -- mid-refit, in whichever process touched it. The fd is
+    // kept (close-on-exec) so a process started later can attach().
+    fd_ = memfd_create("wsbench-refit-shm", MFD_CLOEXEC);
+    if (fd_ < 0) throw resource_error("memfd_create");
+    if (ftruncate(fd_, static_cast<off_t>(mapping_bytes_)) != 0) {
+      const Error e = resource_error("ftruncate");
+      close(fd_);
+      throw e;
+    }
+    if (fallocate(fd_, 0, 0, static_cast<off_t>(mapping_bytes_)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
+      const Error e = resource_error("fallocate");
+      close(fd_);
+      throw e;
+    }
   }
   // MAP_POPULATE moves the page-table faults of this process to setup; a forked child faults its own (cheaply: the
   // pages exist).
-  mapping_ = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  const int mmap_errno = errno;
-  close(fd);  // the mapping keeps the memory
+  mapping_ = mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
   if (mapping_ == MAP_FAILED) {
     mapping_ = nullptr;
-    errno = mmap_errno;
-    throw resource_error("mmap");
+    const Error e = resource_error("mmap");
+    close(fd_);
+    throw e;
   }
   auto* base = static_cast<uint8_t*>(mapping_);
   for (int r = 0; r < ranks; ++r) {
@@ -345,6 +373,7 @@ ShmTransport::~ShmTransport() {
   for (auto& c : channels_) c->close_side(me);
   channels_.clear();
   if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
+  if (fd_ >= 0) close(fd_);
 }
 
 SenderEndpoint& ShmTransport::sender(int rank) { return *channels_.at(static_cast<size_t>(rank)); }

@@ -54,6 +54,11 @@ class ShmTransport final : public Transport {
   /// ("the receiving process closed the transport": its sender stops instead of waiting), a rank it sent on and
   /// never finished is failed ("sender closed the transport before finishing the stream").
   ~ShmTransport() override;
+  /// Maps the rings another process created (its fd(), passed to this process, which then owns the fd), with the
+  /// same ranks, bucket size, depth and max_entries_bytes. Throws Error(Mismatch) when the memfd's size differs from
+  /// that geometry's, Error(Resource) when it cannot be mapped.
+  static std::unique_ptr<ShmTransport> attach(int fd, int ranks, uint64_t bucket_size_bytes,
+                                              ShmTransportOptions options = {});
   ShmTransport(const ShmTransport&) = delete;
   ShmTransport& operator=(const ShmTransport&) = delete;
 
@@ -73,12 +78,17 @@ class ShmTransport final : public Transport {
   size_t depth() const { return depth_; }
   /// Size of the shared mapping, bytes.
   uint64_t mapping_bytes() const { return mapping_bytes_; }
+  /// The memfd behind the mapping (close-on-exec; owned by the transport): dup it to hand the rings to a process
+  /// started with exec, which attach()es them.
+  int fd() const { return fd_; }
 
  private:
+  ShmTransport(int attach_fd, int ranks, uint64_t bucket_size_bytes, ShmTransportOptions options);
   class Channel;
   uint64_t bucket_size_bytes_;
   size_t depth_;
   uint64_t mapping_bytes_ = 0;
+  int fd_ = -1;
   void* mapping_ = nullptr;
   ShmTransportOptions options_;  // read by the channels; a process-local copy after fork(), like the callbacks
   std::vector<std::unique_ptr<Channel>> channels_;

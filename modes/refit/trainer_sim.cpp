@@ -5,8 +5,8 @@
 
 namespace wsb::refit {
 
-TrainerSim::TrainerSim(const ModelProfile& profile, const RankShards& shards)
-    : shards_(shards), image_(profile, "refit trainer"), cut_(shards.size()), cut_offsets_(shards.size()) {
+TrainerSim::TrainerSim(const ModelProfile& profile, const RankShards& shards, HostMemory memory)
+    : shards_(shards), image_(profile, "refit trainer", memory), cut_(shards.size()), cut_offsets_(shards.size()) {
   for (size_t r = 0; r < shards_.size(); ++r) {
     uint64_t cursor = 0;
     cut_offsets_[r].assign(shards_[r].size(), 0);
@@ -16,8 +16,16 @@ TrainerSim::TrainerSim(const ModelProfile& profile, const RankShards& shards)
       cut_offsets_[r][i] = cursor;
       cursor += shards_[r][i].spec.bytes();
     }
-    if (cursor > 0) cut_[r] = HostBuffer(cursor, kImageAlignment);
+    if (cursor > 0) cut_[r] = HostBuffer(cursor, kImageAlignment, nullptr, memory);
   }
+}
+
+std::vector<const HostBuffer*> TrainerSim::buffers() const {
+  std::vector<const HostBuffer*> out{&image_.buffer()};
+  for (const HostBuffer& b : cut_) {
+    if (b.size() > 0) out.push_back(&b);
+  }
+  return out;
 }
 
 void TrainerSim::load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {

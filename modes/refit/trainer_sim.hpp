@@ -17,8 +17,9 @@ namespace wsb::refit {
 
 class TrainerSim {
  public:
-  /// `shards` (plan_rank_shards over the profile's tensors) must outlive the simulator.
-  TrainerSim(const ModelProfile& profile, const RankShards& shards);
+  /// `shards` (plan_rank_shards over the profile's tensors) must outlive the simulator. `memory` Shared puts the
+  /// weights and the cut shards in memfd mappings another process can map (the cuda-ipc sender process).
+  TrainerSim(const ModelProfile& profile, const RankShards& shards, HostMemory memory = HostMemory::Private);
 
   /// The trainer starts from the engine's boot weights (`checkpoint` at `version`).
   void load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log);
@@ -34,6 +35,8 @@ class TrainerSim {
   /// Sender rank `rank`'s shard: one entry per canonical tensor, in canonical order, bytes borrowed from the
   /// simulator (valid until the next advance).
   std::vector<ShardWeight> rank_weights(int rank) const;
+  /// Every buffer rank_weights() lends bytes from: the weights' image, then each rank's cut buffer that is not empty.
+  std::vector<const HostBuffer*> buffers() const;
   /// Host bytes of the weights and of the cut shards.
   uint64_t image_bytes() const { return image_.bytes(); }
   uint64_t shard_bytes() const;

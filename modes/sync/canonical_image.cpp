@@ -13,7 +13,7 @@
 
 namespace wsb {
 
-CanonicalImage::CanonicalImage(const ModelProfile& profile, std::string owner)
+CanonicalImage::CanonicalImage(const ModelProfile& profile, std::string owner, HostMemory memory)
     : owner_(std::move(owner)), tensors_(profile.canonical_tensors()) {
   uint64_t cursor = 0;
   for (size_t i = 0; i < tensors_.size(); ++i) {
@@ -22,7 +22,7 @@ CanonicalImage::CanonicalImage(const ModelProfile& profile, std::string owner)
     offsets_.push_back(cursor);
     cursor += tensors_[i].bytes();
   }
-  buffer_ = HostBuffer(cursor, kImageAlignment);
+  buffer_ = HostBuffer(cursor, kImageAlignment, nullptr, memory);
 }
 
 std::optional<size_t> CanonicalImage::index_of(std::string_view name) const {

@@ -22,9 +22,10 @@ namespace wsb {
 
 class CanonicalImage {
  public:
-  /// Allocates (zero-filled) every canonical tensor of `profile`, each 64 B aligned. `owner` prefixes error
-  /// messages ("cpu mode", "refit trainer"). Throws std::bad_alloc.
-  CanonicalImage(const ModelProfile& profile, std::string owner);
+  /// Allocates (zero-filled) every canonical tensor of `profile`, each 64 B aligned, in one buffer of kind
+  /// `memory` (Shared when another process must map it: the refit's cuda-ipc sender process). `owner` prefixes
+  /// error messages ("cpu mode", "refit trainer"). Throws std::bad_alloc, or what HostBuffer throws.
+  CanonicalImage(const ModelProfile& profile, std::string owner, HostMemory memory = HostMemory::Private);
 
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
   /// Index of tensor `name` in tensors(); nullopt when the profile has no such tensor.
@@ -36,6 +37,8 @@ class CanonicalImage {
   /// Bytes of the whole image (alignment padding included).
   uint64_t bytes() const { return buffer_.size(); }
   bool loaded() const { return loaded_; }
+  /// The buffer holding every tensor (its shared_fd() when Shared).
+  const HostBuffer& buffer() const { return buffer_; }
   /// The version the image holds (meaningful once loaded()).
   uint32_t version() const { return version_; }
 

@@ -18,6 +18,10 @@
 #include "modes/sync/host_buffer.hpp"
 #include "modes/sync/storage_target.hpp"
 
+namespace wsb::refit {
+class DeviceIpc;  // modes/refit/device_ipc.hpp
+}  // namespace wsb::refit
+
 namespace wsb {
 
 /// What a mode needs from the engine that owns it.
@@ -38,6 +42,13 @@ struct SyncContext {
   /// bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB, at least 64 MiB).
   std::string refit_transport = "inproc";
   uint64_t refit_bucket_bytes = 0;
+  /// refit mode, transport "cuda-ipc": device memory export/import (the CUDA backend's, engine/cuda/cuda_ipc.hpp;
+  /// null on the CPU backend, which refuses the transport), the local GPU of each TP rank, the physical id of local
+  /// GPU 0 (SGLang's base_gpu_id) and the `wsbench` executable its sender process runs (empty: searched).
+  const refit::DeviceIpc* device_ipc = nullptr;
+  std::vector<int> rank_devices{};
+  int refit_base_gpu_id = 0;
+  std::filesystem::path refit_sender_exe{};
   /// Crash and resource tests only (modes/sync/fault_point.hpp): called at every fault site; empty in production.
   FaultHook fault_hook{};
 };

@@ -1,8 +1,11 @@
 // The refit mode end to end on the CPU backend: one weight-version step per refit however many aligned batches
 // it streams, rank images byte-identical to the ordinary loader over a native load, probes during a refit served
-// at one version, and bad setups refused with the live weights untouched.
+// at one version, and bad setups refused with the live weights untouched. Each transport runs: threads, a forked
+// shm sender process, and the cuda-ipc path (an exec'd `wsbench refit-sender`) over the host stand-in of device
+// memory; on a GPU machine the cuda-ipc refit also runs on the cuda backend with real CUDA IPC.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -13,8 +16,10 @@
 #include "engine/host_storages.hpp"
 #include "models/core/errors.hpp"
 #include "models/forward/forward.hpp"
+#include "modes/refit/host_device_ipc.hpp"
 #include "modes/refit/refit_mode.hpp"
 #include "modes/refit/sender.hpp"
+#include "tests/support/gpu_support.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -66,12 +71,17 @@ class RefitModeTest : public ::testing::Test {
     SyncContext c{test::tiny_profile(), build_rank_layouts(test::tiny_profile(), kTp), store(), dir_ / "work", 2};
     c.refit_bucket_bytes = bucket;
     c.refit_transport = transport_;
+    if (transport_ == "cuda-ipc") {
+      c.device_ipc = &refit::host_device_ipc();
+      c.rank_devices.assign(kTp, 0);
+    }
     return c;
   }
   EngineOptions engine_options(uint64_t bucket, const std::string& name) const {
     EngineOptions o{test::tiny_profile(), kTp, "refit", store(), dir_ / name, 2};
     o.refit_bucket_bytes = bucket;
     o.refit_transport = transport_;
+    if (transport_ == "cuda-ipc") o.refit_device_ipc = &refit::host_device_ipc();
     return o;
   }
   test::TempDir dir_;
@@ -86,6 +96,7 @@ class RefitTransports : public RefitModeTest, public ::testing::WithParamInterfa
     // The shm sender process is forked from this multi-threaded test and starts its rank threads: TSan's runtime
     // does not support that child ("dup thread with used id"). The transport's own suite forks from one thread.
     if (transport_ == "shm") GTEST_SKIP() << "ThreadSanitizer cannot run threads in a child of a multi-threaded fork";
+    if (transport_ == "cuda-ipc") GTEST_SKIP() << "the TSan build does not build wsbench, the cuda-ipc sender process";
 #endif
     RefitModeTest::SetUp();
   }
@@ -187,11 +198,49 @@ TEST_F(RefitModeTest, UnknownTransportIsRefusedAtSetup) {
   EngineOptions o = engine_options(0, "work");
   o.refit_transport = "carrier-pigeon";
   test::expect_error([&] { Engine engine(o); }, ErrorKind::Format,
-                     {"refit mode: transport 'carrier-pigeon' is unknown (known: inproc, shm)"});
+                     {"refit mode: transport 'carrier-pigeon' is unknown (known: inproc, shm, cuda-ipc)"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, RefitTransports, ::testing::Values(std::string("inproc"), std::string("shm")),
-                         [](const auto& info) { return info.param; });
+TEST_F(RefitModeTest, CudaIpcOnTheCpuBackendIsRefusedAtSetup) {
+  EngineOptions o = engine_options(0, "work");
+  o.refit_transport = "cuda-ipc";
+  test::expect_error([&] { Engine engine(o); }, ErrorKind::Mismatch,
+                     {"refit mode: transport 'cuda-ipc' needs the cuda backend (device memory to export and import, one "
+                      "GPU per TP rank); this engine gives no device IPC for 2 ranks"});
+}
+
+TEST_F(RefitModeTest, CudaIpcOnTheCudaBackendEqualsANativeLoad) {
+  if (!test::have_gpu()) GTEST_SKIP() << "no CUDA device";
+  // Real CUDA IPC: `wsbench refit-sender` exports device rings, this process imports them.
+  EngineOptions o = engine_options(0, "work");
+  o.backend = "cuda";
+  o.refit_transport = "cuda-ipc";
+  const auto shards =
+      refit::plan_rank_shards(test::tiny_profile().canonical_tensors(), build_rank_layouts(test::tiny_profile(), kTp));
+  o.refit_bucket_bytes = smallest_bucket(shards);  // many buckets through each ring
+  Engine engine(o);
+  engine.load_native(Store(store()).update_dir(0), 0);
+  engine.prepare(3);
+  EXPECT_EQ(engine.weight_version(), 0u);
+  engine.commit(3);
+  EXPECT_EQ(engine.weight_version(), 3u);
+  const auto native_dir = dir_ / "full-v3";
+  write_full_checkpoint(test::tiny_profile(), kSeed, 3, std::nullopt, native_dir);
+  EngineOptions n = engine_options(0, "native");
+  n.backend = "cuda";
+  Engine native(n);
+  native.load_native(native_dir, 3);
+  EXPECT_EQ(engine.storage_checksums(), native.storage_checksums());
+  EXPECT_EQ(fingerprint(engine.generate(probe())), fingerprint(native.generate(probe())));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RefitTransports,
+                         ::testing::Values(std::string("inproc"), std::string("shm"), std::string("cuda-ipc")),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name == "cuda_ipc" ? std::string("cuda_ipc_host") : name;
+                         });
 
 }  // namespace
 }  // namespace wsb

@@ -202,7 +202,8 @@ TEST_P(Faults, FlippedPayloadByte) {
 TEST_P(Faults, TruncatedZstdFrame) {
   start();
   Bytes frame = test::ZstdFrameBuilder(n()).raw(mask()).finish();
-  frame.resize(frame.size() - 5);
+  ASSERT_GT(frame.size(), 5u);
+  frame.erase(frame.end() - 5, frame.end());  // not resize(): GCC's -O1 ASan build sees a growing path and warns
   edit().set_payload(1, T(), frame);
   expect_fault(1, ErrorKind::Format, "xor mask of tensor '" + T() + "': truncated zstd frame");
   repair_and_update();

@@ -72,7 +72,22 @@ TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
   EXPECT_EQ(m.cells[0].to_json()["bucket_bytes"], 4096);
   EXPECT_EQ(matrix_error(nlohmann::json::parse(
                 R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "transport": "pigeon"}]})")),
-            "m.json: cell 0: field 'transport': unknown transport 'pigeon' (inproc, shm)");
+            "m.json: cell 0: field 'transport': unknown transport 'pigeon' (inproc, shm, cuda-ipc)");
+  const auto ipc = parse_matrix(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "refit",
+      "engine": "embedded-cuda", "transport": "cuda-ipc", "base_gpu_id": 2}]})"), "m.json");
+  EXPECT_EQ(ipc.cells[0].id, "a/refit+cuda-ipc/native/tp1");
+  EXPECT_EQ(ipc.cells[0].base_gpu_id, 2);
+  EXPECT_EQ(ipc.cells[0].to_json()["base_gpu_id"], 2);
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "transport": "cuda-ipc"}]})")),
+            "m.json: cell 0: transport 'cuda-ipc' needs engine 'embedded-cuda' (device memory to export), not "
+            "'embedded-cpu'");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "base_gpu_id": 1}]})")),
+            "m.json: cell 0: field 'base_gpu_id' applies to transport cuda-ipc only (transport is 'inproc')");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "refit",
+      "engine": "embedded-cuda", "transport": "cuda-ipc", "base_gpu_id": -1}]})")),
+            "m.json: cell 0: field 'base_gpu_id' must be >= 0, got -1");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "bucket_bytes": 4096}]})")),
             "m.json: cell 0: fields 'transport' and 'bucket_bytes' apply to mode refit only (mode is 'cpu')");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "engine": "http"}]})")),
@@ -260,16 +275,18 @@ TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
 TEST(Matrix, TheShippedMatricesLoad) {
   const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
   const auto cuda = load_matrix(dir / "smoke-cuda.json");
-  ASSERT_EQ(cuda.cells.size(), 12u);
+  ASSERT_EQ(cuda.cells.size(), 13u);
   EXPECT_EQ(cuda.cells[10].mode, "refit");
   EXPECT_EQ(cuda.cells[11].mode, "refit");
+  EXPECT_EQ(cuda.cells[12].id, "gpt-oss-tiny-mxfp4/refit+cuda-ipc/native/tp2");
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
-  ASSERT_EQ(h200.cells.size(), 20u);
-  for (size_t i = 17; i < 20; ++i) {
+  ASSERT_EQ(h200.cells.size(), 22u);
+  for (size_t i = 17; i < 22; ++i) {
     EXPECT_EQ(h200.cells[i].mode, "refit") << h200.cells[i].id;
-    EXPECT_EQ(h200.cells[i].transport, "inproc") << h200.cells[i].id;
+    EXPECT_EQ(h200.cells[i].transport, i < 20 ? "inproc" : "cuda-ipc") << h200.cells[i].id;
   }
+  EXPECT_EQ(h200.cells[20].bucket_bytes, 1ull << 30);
   EXPECT_EQ(h200.cells[17].bucket_bytes, 1ull << 30);
   EXPECT_EQ(h200.cells[0].model, "llama-3.1-8b-bf16");
   EXPECT_FALSE(h200.cells[0].scaled());  // full size

@@ -1,0 +1,188 @@
+#include "modes/refit/cuda_ipc_transport.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+
+#include "modes/refit/refit_error.hpp"
+
+// Why a ring of control_depth + 2 slots is enough. The control ring frees a message's slot when the receiver has
+// copied the message out (ShmTransport::receive), i.e. before the receiver copies that bucket out of the device
+// ring. The sender writes device slot k % N for bucket k right after its send of bucket k - 1 returned, which
+// needs control room, i.e. bucket k - 1 - D taken by the receiver (D = control depth). At that moment the receiver
+// may still be copying bucket k - 1 - D out of the device ring, and buckets k - D .. k - 1 wait unread in their
+// slots: D + 1 slots in use besides the one being written, so N = D + 2 never overwrites a bucket before it is read.
+// Each receive() finishes its device copy before it returns, so a receiver is never behind by more than that.
+
+namespace wsb::refit {
+namespace {
+
+constexpr uint64_t kHelloMagic = 0x6f6c6c65'68706977ull;  // "wiphello"
+constexpr uint64_t kSlotMagic = 0x746f6c73'70697775ull;   // "uwipslot"
+
+/// First control message of a rank: who exported which ring.
+struct Hello {
+  uint64_t magic;
+  int32_t exporter_pid;
+  int32_t physical_gpu;
+  uint64_t slots;
+  uint64_t slot_bytes;
+  std::array<uint8_t, 64> handle;
+};
+static_assert(sizeof(Hello) <= kCudaIpcControlBytes);
+
+/// Control message of one bucket (its entries travel in the control slot's header).
+struct SlotMessage {
+  uint64_t magic;
+  uint64_t slot;
+  uint64_t payload_bytes;
+};
+
+template <class T>
+std::vector<uint8_t> encode(const T& message) {
+  std::vector<uint8_t> out(sizeof(T));
+  std::memcpy(out.data(), &message, sizeof(T));
+  return out;
+}
+
+}  // namespace
+
+class CudaIpcTransport::Channel final : public SenderEndpoint, public ReceiverEndpoint {
+ public:
+  Channel(int rank, ShmTransport& control, uint64_t bucket_bytes, const DeviceIpc& ipc, int device, int base_gpu_id,
+          size_t slots)
+      : rank_(rank),
+        control_(control),
+        bucket_bytes_(bucket_bytes),
+        ipc_(ipc),
+        device_(device),
+        base_gpu_id_(base_gpu_id),
+        slots_(slots) {}
+
+  void send(Bucket bucket) override {
+    if (bucket.payload.size() > bucket_bytes_) {
+      fail_rank(ErrorKind::Mismatch, rank_,
+                fmt::format("bucket of {} B exceeds bucket_size_bytes {} B", bucket.payload.size(), bucket_bytes_));
+    }
+    if (!exported_) {
+      exported_ = ipc_.allocate(device_, slots_ * bucket_bytes_);
+      const Hello hello{.magic = kHelloMagic,
+                        .exporter_pid = static_cast<int32_t>(getpid()),
+                        .physical_gpu = device_ + base_gpu_id_,
+                        .slots = slots_,
+                        .slot_bytes = bucket_bytes_,
+                        .handle = exported_->handle().bytes};
+      control_.sender(rank_).send(Bucket{.entries = {}, .payload = encode(hello)});
+    }
+    const uint64_t slot = sent_ % slots_;
+    exported_->write(slot * bucket_bytes_, bucket.payload);
+    const SlotMessage message{.magic = kSlotMagic, .slot = slot, .payload_bytes = bucket.payload.size()};
+    control_.sender(rank_).send(Bucket{.entries = std::move(bucket.entries), .payload = encode(message)});
+    ++sent_;
+  }
+  void finish() override { control_.sender(rank_).finish(); }
+  void fail(const std::string& message) noexcept override { control_.sender(rank_).fail(message); }
+
+  ReceivedBatch receive(std::span<uint8_t> into) override {
+    std::array<uint8_t, kCudaIpcControlBytes> buffer{};
+    while (true) {
+      ReceivedBatch batch = control_.receiver(rank_).receive(buffer);
+      if (batch.end) return batch;
+      if (!imported_) {
+        import(batch, buffer);
+        continue;
+      }
+      SlotMessage message{};
+      if (batch.payload_bytes != sizeof message) malformed(batch.payload_bytes, "slot message");
+      std::memcpy(&message, buffer.data(), sizeof message);
+      if (message.magic != kSlotMagic || message.slot >= slots_ || message.payload_bytes > bucket_bytes_) {
+        fail_rank(ErrorKind::Format, rank_,
+                  fmt::format("cuda-ipc: corrupt slot message: slot {} of {}, {} B in a bucket of {} B", message.slot,
+                              slots_, message.payload_bytes, bucket_bytes_));
+      }
+      if (message.payload_bytes > into.size()) {
+        fail_rank(ErrorKind::Mismatch, rank_,
+                  fmt::format("received bucket of {} B exceeds the receive buffer of {} B", message.payload_bytes,
+                              into.size()));
+      }
+      imported_->read(message.slot * bucket_bytes_, into.first(message.payload_bytes));
+      batch.payload_bytes = message.payload_bytes;
+      return batch;
+    }
+  }
+
+  void cancel(const std::string& reason) noexcept override { control_.receiver(rank_).cancel(reason); }
+
+  /// Drops this side's device memory (the import first: the exporter's outlives it).
+  void close() noexcept {
+    imported_.reset();
+    exported_.reset();
+  }
+
+ private:
+  [[noreturn]] void malformed(uint64_t bytes, const char* what) const {
+    fail_rank(ErrorKind::Format, rank_, fmt::format("cuda-ipc: control message of {} B is not a {}", bytes, what));
+  }
+
+  void import(const ReceivedBatch& batch, std::span<const uint8_t> buffer) {
+    Hello hello{};
+    if (batch.payload_bytes != sizeof hello || !batch.entries.empty()) malformed(batch.payload_bytes, "handshake");
+    std::memcpy(&hello, buffer.data(), sizeof hello);
+    if (hello.magic != kHelloMagic) malformed(batch.payload_bytes, "handshake");
+    if (hello.exporter_pid == static_cast<int32_t>(getpid())) {
+      fail_rank(ErrorKind::State, rank_,
+                fmt::format("cuda-ipc: the bucket ring was exported by this very process (pid {}); a CUDA IPC "
+                            "handle is imported only by a process other than its exporter",
+                            hello.exporter_pid));
+    }
+    if (hello.slot_bytes != bucket_bytes_ || hello.slots != slots_) {
+      fail_rank(ErrorKind::Mismatch, rank_,
+                fmt::format("cuda-ipc: the sender's ring has {} slots of {} B, the receiver expects {} slots of "
+                            "bucket_size_bytes {} B (both sides must use the same size)",
+                            hello.slots, hello.slot_bytes, slots_, bucket_bytes_));
+    }
+    const int local = local_gpu_id(rank_, hello.physical_gpu, base_gpu_id_, device_);
+    imported_ = ipc_.open(local, IpcMemHandle{hello.handle}, slots_ * bucket_bytes_);
+  }
+
+  int rank_;
+  ShmTransport& control_;
+  uint64_t bucket_bytes_;
+  const DeviceIpc& ipc_;
+  int device_;
+  int base_gpu_id_;
+  size_t slots_;
+  std::unique_ptr<ExportedDeviceMemory> exported_;  // sender side
+  uint64_t sent_ = 0;
+  std::unique_ptr<ImportedDeviceMemory> imported_;  // receiver side
+};
+
+CudaIpcTransport::CudaIpcTransport(ShmTransport& control, uint64_t bucket_size_bytes, const DeviceIpc& ipc,
+                                   CudaIpcGpus gpus)
+    : bucket_size_bytes_(bucket_size_bytes) {
+  if (bucket_size_bytes == 0 || control.bucket_size_bytes() != kCudaIpcControlBytes ||
+      static_cast<size_t>(control.ranks()) != gpus.rank_devices.size()) {
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("refit: cuda-ipc transport needs bucket_size_bytes > 0 (got {}) and a control ring of "
+                            "{} B messages (got {} B) with one rank per GPU entry ({} ranks, {} GPUs)",
+                            bucket_size_bytes, kCudaIpcControlBytes, control.bucket_size_bytes(), control.ranks(),
+                            gpus.rank_devices.size()));
+  }
+  const size_t slots = device_slots(control.depth());
+  for (int r = 0; r < control.ranks(); ++r) {
+    channels_.push_back(std::make_unique<Channel>(r, control, bucket_size_bytes, ipc,
+                                                  gpus.rank_devices[static_cast<size_t>(r)], gpus.base_gpu_id, slots));
+  }
+}
+
+CudaIpcTransport::~CudaIpcTransport() {
+  for (auto& c : channels_) c->close();
+}
+
+SenderEndpoint& CudaIpcTransport::sender(int rank) { return *channels_.at(static_cast<size_t>(rank)); }
+ReceiverEndpoint& CudaIpcTransport::receiver(int rank) { return *channels_.at(static_cast<size_t>(rank)); }
+
+}  // namespace wsb::refit

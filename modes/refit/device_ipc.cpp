@@ -1,0 +1,25 @@
+#include "modes/refit/device_ipc.hpp"
+
+#include <fmt/format.h>
+
+#include "modes/refit/refit_error.hpp"
+
+namespace wsb::refit {
+
+int local_gpu_id(int rank, int physical, int base_gpu_id, int expected_local) {
+  const int local = physical - base_gpu_id;
+  if (physical < base_gpu_id) {
+    fail_rank(ErrorKind::Mismatch, rank,
+              fmt::format("the sender's bucket ring is on physical GPU {}, below the engine's base_gpu_id {}", physical,
+                          base_gpu_id));
+  }
+  if (local != expected_local) {
+    fail_rank(ErrorKind::Mismatch, rank,
+              fmt::format("the sender's bucket ring is on physical GPU {} (local GPU {} with base_gpu_id {}), but "
+                          "engine TP rank {} lives on local GPU {}",
+                          physical, local, base_gpu_id, rank, expected_local));
+  }
+  return local;
+}
+
+}  // namespace wsb::refit

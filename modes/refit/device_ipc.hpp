@@ -1,0 +1,62 @@
+#pragma once
+// Device memory shared between processes, as the refit's cuda-ipc transport needs it (cuda_ipc_transport.hpp):
+// the trainer's sender process allocates each rank's bucket ring on a GPU and exports it as a handle; the engine's
+// process imports the handle and copies buckets out. The interface keeps the modes free of CUDA: the CUDA backend
+// implements it with cudaMalloc / cudaIpcGetMemHandle / cudaIpcOpenMemHandle (engine/cuda/cuda_ipc.hpp); tests use
+// a host-memory stand-in with the same process rules.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+namespace wsb::refit {
+
+/// An exported allocation's handle: the 64 opaque bytes of cudaIpcMemHandle_t (CUDA runtime API,
+/// CUDA_IPC_HANDLE_SIZE = 64).
+struct IpcMemHandle {
+  std::array<uint8_t, 64> bytes{};
+};
+
+/// Device memory this process allocated and exported (the exporter side).
+class ExportedDeviceMemory {
+ public:
+  virtual ~ExportedDeviceMemory() = default;
+  virtual IpcMemHandle handle() const = 0;
+  /// Copies `src` to [offset, offset + src.size()) of the allocation and waits until the bytes are there (so a
+  /// host-side signal sent afterwards orders them for the importer). Throws Error(Mismatch) out of range,
+  /// Error(Io) naming the CUDA error.
+  virtual void write(uint64_t offset, std::span<const uint8_t> src) = 0;
+};
+
+/// Another process's exported memory, opened in this one (the importer side). Closed when destroyed.
+class ImportedDeviceMemory {
+ public:
+  virtual ~ImportedDeviceMemory() = default;
+  /// Copies [offset, offset + dst.size()) into `dst` (host memory) and waits for it. Throws Error(Mismatch) out of
+  /// range, Error(Io) naming the CUDA error.
+  virtual void read(uint64_t offset, std::span<uint8_t> dst) = 0;
+};
+
+/// Allocation and import of exportable device memory. Thread-safe.
+class DeviceIpc {
+ public:
+  virtual ~DeviceIpc() = default;
+  /// "cuda" or "host" (host_device_ipc.hpp): the sender process is started with the same kind (--ipc KIND).
+  virtual std::string_view kind() const = 0;
+  /// Allocates `bytes` on local device `device` and exports it. Throws Error(Resource) naming the bytes and device
+  /// when refused (no device, out of memory), Error(Io) on another CUDA error.
+  virtual std::unique_ptr<ExportedDeviceMemory> allocate(int device, uint64_t bytes) const = 0;
+  /// Opens `handle` (`bytes` long, exported by another process) on local device `device`. Throws Error(Io) naming
+  /// the CUDA error (a handle opened in its exporting process is refused by CUDA).
+  virtual std::unique_ptr<ImportedDeviceMemory> open(int device, const IpcMemHandle& handle,
+                                                     uint64_t bytes) const = 0;
+};
+
+/// GPU ids across processes. The sender names the GPU of a bucket ring by its physical id; the engine's local id
+/// of that GPU is physical - base_gpu_id (SGLang's base_gpu_id: engine TP rank r runs on GPU base_gpu_id + r of the
+/// host, local id r of the engine). Throws Error(Mismatch, "refit: rank R: ... physical GPU P ... base_gpu_id B
+/// ...") when P < B, or when P - B is not `expected_local`, the device engine TP rank `rank` lives on.
+int local_gpu_id(int rank, int physical, int base_gpu_id, int expected_local);
+
+}  // namespace wsb::refit

@@ -1,0 +1,135 @@
+#include "modes/refit/refit_link.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "modes/refit/cuda_ipc_transport.hpp"
+#include "modes/refit/inproc_transport.hpp"
+#include "modes/refit/sender_job.hpp"
+#include "modes/refit/sender_process.hpp"
+#include "modes/refit/shm_transport.hpp"
+
+namespace wsb::refit {
+namespace {
+
+/// Sender threads in this process.
+class InProcLink final : public RefitLink {
+ public:
+  explicit InProcLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes) {
+    for (int r = 0; r < s.ranks; ++r) {
+      threads_.emplace_back([this, send = s.send, r] {
+        try {
+          send(r, transport_);
+        } catch (...) {
+          // stream_shard failed the channel: the receiver raises it.
+        }
+      });
+    }
+  }
+  ~InProcLink() override {
+    if (!threads_.empty()) {
+      for (int r = 0; r < transport_.ranks(); ++r) transport_.receiver(r).cancel("refit aborted");
+      join();
+    }
+  }
+  Transport& transport() override { return transport_; }
+  std::exception_ptr finish() noexcept override {
+    join();
+    return nullptr;
+  }
+
+ private:
+  void join() {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+  InProcTransport transport_;
+  std::vector<std::thread> threads_;
+};
+
+/// Sender threads in a process forked for this refit, buckets through shared-memory rings.
+class ShmLink final : public RefitLink {
+ public:
+  explicit ShmLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes) {
+    // Read only in the forked child: its senders stop when this process (their receiver) is gone.
+    transport_.set_receiver_alive([parent = getpid()] { return getppid() == parent; });
+    process_ = std::make_unique<SenderProcess>(s.ranks, [this, send = s.send](int r) { send(r, transport_); });
+    transport_.set_sender_alive([process = process_.get()] { return process->alive(); });
+  }
+  Transport& transport() override { return transport_; }
+  std::exception_ptr finish() noexcept override {
+    try {
+      process_->join();  // a stream that ended cleanly and a sender that then crashed still fails the refit
+    } catch (...) {
+      return std::current_exception();
+    }
+    return nullptr;
+  }
+
+ private:
+  ShmTransport transport_;
+  std::unique_ptr<SenderProcess> process_;
+};
+
+/// The senders in an exec'd `wsbench refit-sender`, buckets through exported device rings.
+class CudaIpcLink final : public RefitLink {
+ public:
+  explicit CudaIpcLink(const LinkSetup& s) : control_(s.ranks, kCudaIpcControlBytes) {
+    const CudaIpcGpus gpus{.rank_devices = s.rank_devices, .base_gpu_id = s.base_gpu_id};
+    senders_ = std::make_unique<CudaIpcSenders>(sender_executable(s.sender_exe), s.ipc->kind(), *s.trainer, control_,
+                                                s.bucket_bytes, gpus);
+    control_.set_sender_alive([senders = senders_.get()] { return senders->alive(); });
+    transport_ = std::make_unique<CudaIpcTransport>(control_, s.bucket_bytes, *s.ipc, gpus);
+  }
+  ~CudaIpcLink() override {
+    transport_.reset();  // the imports close before the sender process may free what they map
+    senders_.reset();
+  }
+  Transport& transport() override { return *transport_; }
+  std::exception_ptr finish() noexcept override {
+    transport_.reset();
+    try {
+      senders_->release_and_join();
+    } catch (...) {
+      return std::current_exception();
+    }
+    return nullptr;
+  }
+
+ private:
+  ShmTransport control_;
+  std::unique_ptr<CudaIpcSenders> senders_;
+  std::unique_ptr<CudaIpcTransport> transport_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& refit_transport_names() {
+  static const std::vector<std::string> names{"inproc", "shm", "cuda-ipc"};
+  return names;
+}
+
+std::unique_ptr<RefitLink> open_link(const LinkSetup& setup) {
+  if (setup.transport == "inproc") return std::make_unique<InProcLink>(setup);
+  if (setup.transport == "shm") return std::make_unique<ShmLink>(setup);
+  if (setup.transport == "cuda-ipc") {
+    if (setup.trainer == nullptr || setup.ipc == nullptr ||
+        setup.rank_devices.size() != static_cast<size_t>(setup.ranks)) {
+      throw Error(ErrorKind::Mismatch,
+                  fmt::format("refit: transport 'cuda-ipc' needs the CUDA backend (device memory to export and "
+                              "import) and one GPU per rank; got {} for {} ranks",
+                              setup.ipc == nullptr ? "no device IPC" : fmt::format("{} GPUs", setup.rank_devices.size()),
+                              setup.ranks));
+    }
+    return std::make_unique<CudaIpcLink>(setup);
+  }
+  const auto& names = refit_transport_names();
+  throw Error(ErrorKind::Format,
+              fmt::format("refit mode: transport '{}' is unknown (known: {})", setup.transport, fmt::join(names, ", ")));
+}
+
+}  // namespace wsb::refit

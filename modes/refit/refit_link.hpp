@@ -1,0 +1,51 @@
+#pragma once
+// One refit's link from the trainer's sender ranks to the engine's receivers: the transport of the cell's kind and
+// whatever runs the senders (threads of this process for "inproc", a forked process for "shm", an exec'd
+// `wsbench refit-sender` process for "cuda-ipc"), started when the link opens and wound down, in the order each
+// kind needs, by finish().
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "modes/refit/device_ipc.hpp"
+#include "modes/refit/trainer_sim.hpp"
+#include "modes/refit/transport.hpp"
+
+namespace wsb::refit {
+
+/// Transport names a matrix cell may give, in the order a user would reach for them.
+const std::vector<std::string>& refit_transport_names();
+
+/// What opening a link needs.
+struct LinkSetup {
+  std::string transport;  ///< one of refit_transport_names()
+  int ranks = 1;
+  uint64_t bucket_bytes = 0;
+  /// inproc / shm: runs sender rank r (stream_shard over the link's transport); called on the sender side.
+  std::function<void(int rank, Transport& transport)> send;
+  // cuda-ipc only:
+  const TrainerSim* trainer = nullptr;  ///< built with HostMemory::Shared
+  const DeviceIpc* ipc = nullptr;
+  std::vector<int> rank_devices;        ///< local GPU of each engine TP rank
+  int base_gpu_id = 0;
+  std::filesystem::path sender_exe;     ///< empty: sender_executable's search
+};
+
+class RefitLink {
+ public:
+  virtual ~RefitLink() = default;
+  virtual Transport& transport() = 0;
+  /// Call once every receiver has stopped using transport(): ends the sender side (joins its threads or process)
+  /// and returns its own failure -- a sender process that crashed or exited non-zero -- or null.
+  virtual std::exception_ptr finish() noexcept = 0;
+};
+
+/// Opens a link and starts its senders. Throws Error(Format) for an unknown transport, Error(Mismatch) for
+/// cuda-ipc without a trainer / DeviceIpc / one GPU per rank, plus what the transport and process setup throw.
+std::unique_ptr<RefitLink> open_link(const LinkSetup& setup);
+
+}  // namespace wsb::refit

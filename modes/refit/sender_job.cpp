@@ -1,0 +1,260 @@
+#include "modes/refit/sender_job.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "models/core/errors.hpp"
+
+namespace wsb::refit {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void io_error(const std::string& what) {
+  throw Error(ErrorKind::Io, fmt::format("refit: cuda-ipc sender job: {}: {}", what, std::strerror(errno)));
+}
+
+/// The job of one refit: geometry, GPUs and every rank's weights as (region, offset) of the shared buffers.
+nlohmann::json make_job(const TrainerSim& trainer, const ShmTransport& control, uint64_t bucket_bytes,
+                        const CudaIpcGpus& gpus, const std::vector<const HostBuffer*>& regions) {
+  nlohmann::json j;
+  j["ranks"] = control.ranks();
+  j["bucket_bytes"] = bucket_bytes;
+  j["control_depth"] = control.depth();
+  j["control_mapping_bytes"] = control.mapping_bytes();
+  j["parent_pid"] = static_cast<int>(getpid());
+  j["base_gpu_id"] = gpus.base_gpu_id;
+  j["rank_devices"] = gpus.rank_devices;
+  j["regions"] = nlohmann::json::array();
+  for (const HostBuffer* b : regions) j["regions"].push_back(b->size());
+  j["shards"] = nlohmann::json::array();
+  for (int r = 0; r < control.ranks(); ++r) {
+    nlohmann::json shard = nlohmann::json::array();
+    for (const ShardWeight& w : trainer.rank_weights(r)) {
+      std::optional<size_t> region;
+      for (size_t i = 0; i < regions.size() && !region; ++i) {
+        const uint8_t* base = regions[i]->data();
+        if (w.bytes.data() >= base && w.bytes.data() + w.bytes.size() <= base + regions[i]->size()) region = i;
+      }
+      if (!region) {
+        throw Error(ErrorKind::Mismatch,
+                    fmt::format("refit: cuda-ipc sender job: rank {}: weight '{}' lies outside the trainer's shared "
+                                "buffers", r, w.spec.name));
+      }
+      shard.push_back({{"name", w.spec.name},
+                       {"dtype", std::string(dtype_name(w.spec.dtype))},
+                       {"shape", w.spec.shape},
+                       {"region", *region},
+                       {"offset", w.bytes.data() - regions[*region]->data()}});
+    }
+    j["shards"].push_back(std::move(shard));
+  }
+  return j;
+}
+
+/// A memfd holding `text`.
+int text_memfd(const std::string& text) {
+  const int fd = memfd_create("wsbench-refit-job", MFD_CLOEXEC);
+  if (fd < 0) io_error("memfd_create");
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      io_error("writing the job");
+    }
+    done += static_cast<size_t>(n);
+  }
+  return fd;
+}
+
+std::string read_fd(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) io_error("fstat of the job fd");
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) io_error("reading the job");
+    done += static_cast<size_t>(n);
+  }
+  return text;
+}
+
+/// A region of the trainer's weights mapped read-only in the sender process.
+struct Mapping {
+  void* data = nullptr;
+  size_t bytes = 0;
+  Mapping(int fd, size_t size) : bytes(size) {
+    data = mmap(nullptr, bytes == 0 ? 1 : bytes, PROT_READ, MAP_SHARED, fd, 0);
+    const int error = errno;
+    close(fd);  // the mapping keeps the memory
+    if (data == MAP_FAILED) {
+      errno = error;
+      io_error(fmt::format("mmap of a {} B weights region", bytes));
+    }
+  }
+  ~Mapping() { munmap(data, bytes == 0 ? 1 : bytes); }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+};
+
+/// Blocks until the release pipe reaches EOF (or carries a byte).
+void wait_for_release() {
+  char byte = 0;
+  while (read(kJobReleaseFd, &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+fs::path sender_executable(const fs::path& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("WSBENCH_EXE"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> tried{"$WSBENCH_EXE"};
+  if (!ec) {
+    if (self.filename() == "wsbench") return self;
+    for (const fs::path& candidate : {self.parent_path() / "wsbench", self.parent_path().parent_path() / "wsbench"}) {
+      if (fs::is_regular_file(candidate, ec)) return candidate;
+      tried.push_back(candidate);
+    }
+  }
+  std::string list;
+  for (const auto& t : tried) list += (list.empty() ? "" : ", ") + t.string();
+  throw Error(ErrorKind::Missing,
+              fmt::format("refit: the cuda-ipc transport runs its senders in `wsbench refit-sender`, and no wsbench "
+                          "executable was found (tried {}): set WSBENCH_EXE",
+                          list));
+}
+
+CudaIpcSenders::CudaIpcSenders(const fs::path& exe, std::string_view ipc_kind, const TrainerSim& trainer,
+                               ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus) {
+  const std::vector<const HostBuffer*> regions = trainer.buffers();
+  for (size_t i = 0; i < regions.size(); ++i) {
+    if (regions[i]->shared_fd() < 0) {
+      throw Error(ErrorKind::Mismatch,
+                  fmt::format("refit: cuda-ipc sender job: trainer buffer {} is private memory; the trainer must be "
+                              "built with HostMemory::Shared",
+                              i));
+    }
+  }
+  const int job = text_memfd(make_job(trainer, control, bucket_size_bytes, gpus, regions).dump());
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    close(job);
+    io_error("pipe2");
+  }
+  release_write_ = pipe_fds[1];
+  std::vector<int> fds{job, control.fd(), pipe_fds[0]};
+  for (const HostBuffer* b : regions) fds.push_back(b->shared_fd());
+  try {
+    process_ = std::make_unique<SenderProcess>(exe, std::vector<std::string>{"refit-sender", "--ipc", std::string(ipc_kind)}, fds);
+  } catch (...) {
+    close(job);
+    close(pipe_fds[0]);
+    close(release_write_);
+    release_write_ = -1;
+    throw;
+  }
+  close(job);
+  close(pipe_fds[0]);
+}
+
+CudaIpcSenders::~CudaIpcSenders() {
+  if (release_write_ >= 0) close(release_write_);
+  // process_'s destructor kills the process if it still runs (it exits by itself once the pipe is closed).
+}
+
+void CudaIpcSenders::release_and_join() {
+  if (release_write_ >= 0) {
+    close(release_write_);
+    release_write_ = -1;
+  }
+  process_->join();
+}
+
+int run_sender_job(const DeviceIpc& ipc) {
+  std::vector<std::unique_ptr<Mapping>> mappings;
+  std::unique_ptr<ShmTransport> control;
+  std::unique_ptr<CudaIpcTransport> transport;
+  std::vector<std::vector<ShardWeight>> shards;
+  uint64_t bucket_bytes = 0;
+  try {
+    const nlohmann::json job = nlohmann::json::parse(read_fd(kJobFd));
+    close(kJobFd);
+    const int ranks = job.at("ranks").get<int>();
+    bucket_bytes = job.at("bucket_bytes").get<uint64_t>();
+    int fd = kJobFirstRegionFd;
+    for (const auto& bytes : job.at("regions")) mappings.push_back(std::make_unique<Mapping>(fd++, bytes.get<size_t>()));
+    ShmTransportOptions options;
+    options.depth = job.at("control_depth").get<size_t>();
+    // The senders stop when the engine's process (their receiver) is gone.
+    options.receiver_alive = [parent = job.at("parent_pid").get<int>()] { return getppid() == parent; };
+    control = ShmTransport::attach(kJobControlFd, ranks, kCudaIpcControlBytes, std::move(options));
+    CudaIpcGpus gpus{.rank_devices = job.at("rank_devices").get<std::vector<int>>(),
+                     .base_gpu_id = job.at("base_gpu_id").get<int>()};
+    transport = std::make_unique<CudaIpcTransport>(*control, bucket_bytes, ipc, std::move(gpus));
+    for (const auto& shard : job.at("shards")) {
+      std::vector<ShardWeight>& weights = shards.emplace_back();
+      for (const auto& w : shard) {
+        TensorSpec spec;
+        spec.name = w.at("name").get<std::string>();
+        const auto dtype = parse_dtype(w.at("dtype").get<std::string>());
+        if (!dtype) throw Error(ErrorKind::Format, fmt::format("weight '{}': unknown dtype", spec.name));
+        spec.dtype = *dtype;
+        spec.shape = w.at("shape").get<Shape>();
+        const Mapping& m = *mappings.at(w.at("region").get<size_t>());
+        const uint64_t offset = w.at("offset").get<uint64_t>();
+        if (offset + spec.bytes() > m.bytes) {
+          throw Error(ErrorKind::Format, fmt::format("weight '{}' lies beyond its {} B region", spec.name, m.bytes));
+        }
+        weights.push_back(ShardWeight{spec, {static_cast<const uint8_t*>(m.data) + offset, spec.bytes()}});
+      }
+    }
+    if (shards.size() != static_cast<size_t>(ranks)) throw Error(ErrorKind::Format, "one shard per rank expected");
+  } catch (const std::exception& e) {
+    // The receivers learn it from their channels (a failed stream), not only from the exit status.
+    if (control) {
+      for (int r = 0; r < control->ranks(); ++r) control->sender(r).fail(fmt::format("sender process: {}", e.what()));
+    }
+    std::cerr << "wsbench refit-sender: " << e.what() << "\n";
+    return 1;
+  }
+  std::atomic<bool> failed{false};
+  {
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < shards.size(); ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          stream_shard(static_cast<int>(r), shards[r], bucket_bytes, *transport);
+        } catch (...) {
+          failed = true;  // stream_shard failed the channel with the error text
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  wait_for_release();
+  transport.reset();  // frees the rings: every import is closed by now
+  return failed ? 1 : 0;
+}
+
+}  // namespace wsb::refit

@@ -1,0 +1,60 @@
+#pragma once
+// The trainer side of a cuda-ipc refit, as its own process: `wsbench refit-sender` started with exec (a process
+// forked from the engine's could not use CUDA: the parent's context is not valid in the child). It gets, as file
+// descriptors, a job description (JSON in a memfd), the control rings (ShmTransport::fd), a release pipe and the
+// trainer's weights (TrainerSim built with HostMemory::Shared: its image and cut shards are memfds it maps
+// read-only). Its sender ranks stream their shards through a CudaIpcTransport (device rings on the engine ranks'
+// GPUs), then it waits for the release signal -- the engine has closed every import of its rings -- before it frees
+// them and exits.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string_view>
+
+#include "modes/refit/cuda_ipc_transport.hpp"
+#include "modes/refit/sender_process.hpp"
+#include "modes/refit/trainer_sim.hpp"
+
+namespace wsb::refit {
+
+/// File descriptors of a sender process: the job, the control rings, the release pipe's read end, then the
+/// weights' buffers from kJobFirstRegionFd on, in the job's "regions" order.
+inline constexpr int kJobFd = 3, kJobControlFd = 4, kJobReleaseFd = 5, kJobFirstRegionFd = 6;
+
+/// The sender executable: `configured` when not empty, else $WSBENCH_EXE, else this process's executable when it is
+/// wsbench, else `wsbench` beside it or one folder up (build/tests/test_* -> build/wsbench). Throws Error(Missing)
+/// listing the places tried.
+std::filesystem::path sender_executable(const std::filesystem::path& configured);
+
+/// Engine side: one sender process for one refit.
+class CudaIpcSenders {
+ public:
+  /// Starts `exe refit-sender --ipc IPC_KIND` streaming the shards `trainer` lends (rank_weights; its buffers must be Shared) over
+  /// `control` (ranks() == gpus.rank_devices.size(), kCudaIpcControlBytes messages) in buckets of
+  /// `bucket_size_bytes`. Throws Error(Mismatch) naming a buffer that is not shared or a weight outside every
+  /// buffer, Error(Io/Resource) when the job cannot be written or the process started.
+  CudaIpcSenders(const std::filesystem::path& exe, std::string_view ipc_kind, const TrainerSim& trainer,
+                 ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus);
+  /// Closes the release pipe (the process then exits on its own) and kills it if it still runs.
+  ~CudaIpcSenders();
+  CudaIpcSenders(const CudaIpcSenders&) = delete;
+  CudaIpcSenders& operator=(const CudaIpcSenders&) = delete;
+
+  /// True while the process runs (the control rings' sender liveness).
+  bool alive() { return process_->alive(); }
+  /// Call once every import of the process's rings is closed: signals release, waits for the exit. Throws what
+  /// SenderProcess::join throws (a non-zero status or a signal).
+  void release_and_join();
+
+ private:
+  int release_write_ = -1;
+  std::unique_ptr<SenderProcess> process_;
+};
+
+/// Sender process side (`wsbench refit-sender`): reads the job from the fds above, streams every rank on its own
+/// thread through a CudaIpcTransport built on `ipc`, waits for release (EOF on the pipe: the engine closed it or
+/// exited), frees the rings. Returns the exit status: 0, or 1 when the job is unreadable or a rank failed (its
+/// failure was sent to the receivers first; the job's own errors are printed to stderr).
+int run_sender_job(const DeviceIpc& ipc);
+
+}  // namespace wsb::refit

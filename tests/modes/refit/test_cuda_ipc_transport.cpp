@@ -1,0 +1,336 @@
+// The refit's cuda-ipc transport between two processes, over the host stand-in of device memory (HostDeviceIpc:
+// same handshake, rings and process rule as CUDA IPC, no GPU needed): a forked child exports the rings and streams
+// (the trainer), this process imports them and checks every byte (the engine). Exact bytes and counts end to end;
+// a slow receiver never reads a ring slot the sender already reused; an import in the exporting process, a ring of
+// another bucket size, a ring on another GPU and a malformed handshake are each refused with their exact text; the
+// base GPU id maps physical to local ids.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "modes/refit/cuda_ipc_transport.hpp"
+#include "modes/refit/host_device_ipc.hpp"
+#include "tests/modes/refit/child_process.hpp"
+#include "tests/modes/refit/refit_run.hpp"
+
+namespace wsb::refit::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// The child keeps its exported rings until the parent has imported and read them, as `wsbench refit-sender`
+/// waits for its release pipe.
+class ReleasePipe {
+ public:
+  ReleasePipe() {
+    if (pipe(fds_) != 0) throw std::runtime_error("pipe failed");
+  }
+  ~ReleasePipe() {
+    for (int fd : fds_) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  /// In the child: blocks until the parent released (or exited).
+  void wait() {
+    close(fds_[1]);
+    fds_[1] = -1;
+    char byte = 0;
+    while (read(fds_[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
+  /// In the parent.
+  void release() {
+    close(fds_[1]);
+    fds_[1] = -1;
+  }
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
+/// Streams every rank of `shards` on its own thread (the trainer side, in the child); rethrows the first error.
+void stream_every_rank(const Shards& shards, uint64_t bucket_bytes, Transport& transport) {
+  std::vector<std::string> errors = on_every_rank(transport.ranks(), [&](int r) {
+    stream_shard(r, shards.weights(r), bucket_bytes, transport);
+  });
+  for (const auto& e : errors) {
+    if (!e.empty()) throw Error(ErrorKind::Io, e);
+  }
+}
+
+/// A receiver that waits `delay` before every receive: the sender runs as far ahead as the rings let it.
+class SlowTransport final : public Transport {
+ public:
+  SlowTransport(Transport& inner, std::chrono::microseconds delay) : inner_(inner) {
+    for (int r = 0; r < inner.ranks(); ++r) receivers_.emplace_back(inner.receiver(r), delay);
+  }
+  int ranks() const override { return inner_.ranks(); }
+  uint64_t bucket_size_bytes() const override { return inner_.bucket_size_bytes(); }
+  SenderEndpoint& sender(int rank) override { return inner_.sender(rank); }
+  ReceiverEndpoint& receiver(int rank) override { return receivers_.at(static_cast<size_t>(rank)); }
+
+ private:
+  struct Slow final : ReceiverEndpoint {
+    Slow(ReceiverEndpoint& in, std::chrono::microseconds d) : inner(in), delay(d) {}
+    ReceivedBatch receive(std::span<uint8_t> into) override {
+      std::this_thread::sleep_for(delay);
+      return inner.receive(into);
+    }
+    void cancel(const std::string& reason) noexcept override { inner.cancel(reason); }
+    ReceiverEndpoint& inner;
+    std::chrono::microseconds delay;
+  };
+  Transport& inner_;
+  std::vector<Slow> receivers_;
+};
+
+CudaIpcGpus gpus_of(int ranks, int base_gpu_id = 0) {
+  CudaIpcGpus g;
+  for (int r = 0; r < ranks; ++r) g.rank_devices.push_back(r);
+  g.base_gpu_id = base_gpu_id;
+  return g;
+}
+
+/// One refit: the child exports and streams every rank of `shards`; this process imports, receives and checks.
+RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes, const CudaIpcGpus& gpus,
+                              std::chrono::microseconds receive_delay = 0us) {
+  const HostDeviceIpc ipc;
+  const int ranks = static_cast<int>(shards.specs.size());
+  ShmTransport control(ranks, kCudaIpcControlBytes);
+  ReleasePipe release;
+  ChildProcess child([&] {
+    control.set_receiver_alive(parent_alive());
+    CudaIpcTransport transport(control, bucket_bytes, ipc, gpus);
+    stream_every_rank(shards, bucket_bytes, transport);
+    release.wait();
+  });
+  control.set_sender_alive(child.liveness());
+  RunRecord rec;
+  {
+    CudaIpcTransport transport(control, bucket_bytes, ipc, gpus);
+    SlowTransport slow(transport, receive_delay);
+    hang_guard([&] { rec = receive_and_check(shards, bucket_bytes, slow); }, 30);
+    std::vector<int> opened = ipc.opened_devices();
+    std::sort(opened.begin(), opened.end());
+    std::vector<int> expected = gpus.rank_devices;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(opened, expected);  // one import per rank, on the rank's local GPU
+  }
+  release.release();
+  EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+  return rec;
+}
+
+std::vector<std::vector<TensorSpec>> equal_specs(int ranks, size_t weights, int64_t bytes) {
+  std::vector<std::vector<TensorSpec>> specs(static_cast<size_t>(ranks));
+  for (auto& rank : specs) {
+    for (size_t i = 0; i < weights; ++i) rank.push_back({fmt_name(i), DType::U8, {bytes}});
+  }
+  return specs;
+}
+
+std::vector<std::string> names_upto(size_t n) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(fmt_name(i));
+  return out;
+}
+
+/// The Error `fn` throws, as "<kind>: <text>" ("" when none).
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return std::string(error_kind_name(e.kind())) + ": " + e.what();
+  }
+  return "";
+}
+
+TEST(RefitCudaIpcTransport, CrossProcessRoundTripDeliversExactBytes) {
+  std::mt19937 rng(77);
+  const auto shards = make_shards(random_specs(rng, 3, 24, 1000));
+  for (const uint64_t bucket : {uint64_t{1024}, uint64_t{4096}, uint64_t{1} << 20}) {
+    SCOPED_TRACE("bucket " + std::to_string(bucket));
+    const RunRecord rec = cross_process_refit(shards, bucket, gpus_of(3));
+    EXPECT_EQ(rec.names, names_upto(24));
+    EXPECT_EQ(rec.bytes, total_weight_bytes(shards));
+    EXPECT_EQ(rec.batches, expected_aligned_batches(shards, bucket));
+    const SenderPlan plan = sender_plan(shards, bucket);
+    EXPECT_EQ(rec.transport_batches, plan.batches);  // the handshake is not a batch
+    EXPECT_EQ(rec.transport_bytes, plan.bytes);
+  }
+}
+
+TEST(RefitCudaIpcTransport, CrossProcessRandomLayoutsDeliverEveryWeightOnceInOrder) {
+  std::mt19937 rng(20261201);
+  for (int trial = 0; trial < 8; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int ranks = 1 + static_cast<int>(rng() % 4);
+    const size_t weights = 1 + rng() % 40;
+    const uint64_t bucket = 256 + rng() % 4096;
+    const auto shards = make_shards(random_specs(rng, ranks, weights, bucket));
+    const RunRecord rec = cross_process_refit(shards, bucket, gpus_of(ranks));
+    EXPECT_EQ(rec.names, names_upto(weights));
+    EXPECT_EQ(rec.bytes, total_weight_bytes(shards));
+    EXPECT_EQ(rec.batches, expected_aligned_batches(shards, bucket));
+    EXPECT_EQ(rec.transport_batches, sender_plan(shards, bucket).batches);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(RefitCudaIpcTransport, SlowReceiverNeverReadsARingSlotTheSenderReused) {
+  // Forty 1000 B weights per rank, one per 1024 B bucket: 40 buckets through a ring of 4 slots per rank, the
+  // receiver 2 ms behind on every bucket, so the sender is always as far ahead as the control ring lets it.
+  const auto shards = make_shards(equal_specs(2, 40, 1000));
+  ASSERT_EQ(CudaIpcTransport::device_slots(2), 4u);
+  const RunRecord rec = cross_process_refit(shards, 1024, gpus_of(2), 2000us);
+  EXPECT_EQ(rec.names, names_upto(40));
+  EXPECT_EQ(rec.bytes, 80000u);
+  EXPECT_EQ(rec.transport_batches, (std::vector<uint64_t>{40, 40}));
+}
+
+TEST(RefitCudaIpcTransport, BaseGpuIdMapsThePhysicalIdsOfTheHandshakeToLocalIds) {
+  // The sender announces physical GPUs 4 and 5; with base_gpu_id 4 the engine imports on its local GPUs 0 and 1.
+  const auto shards = make_shards(equal_specs(2, 6, 100));
+  const RunRecord rec = cross_process_refit(shards, 1024, gpus_of(2, 4));
+  EXPECT_EQ(rec.bytes, 1200u);
+}
+
+TEST(RefitCudaIpcTransport, LocalGpuIdRefusesAPhysicalIdBelowTheBaseOrOnAnotherRanksGpu) {
+  EXPECT_EQ(local_gpu_id(0, 4, 4, 0), 0);
+  EXPECT_EQ(local_gpu_id(3, 7, 4, 3), 3);
+  EXPECT_EQ(error_of([] { local_gpu_id(1, 2, 4, 1); }),
+            "mismatch: refit: rank 1: the sender's bucket ring is on physical GPU 2, below the engine's base_gpu_id 4");
+  EXPECT_EQ(error_of([] { local_gpu_id(1, 6, 4, 1); }),
+            "mismatch: refit: rank 1: the sender's bucket ring is on physical GPU 6 (local GPU 2 with base_gpu_id 4), "
+            "but engine TP rank 1 lives on local GPU 1");
+}
+
+TEST(RefitCudaIpcTransport, ARingOnAnotherGpuIsRefusedAtTheHandshake) {
+  const HostDeviceIpc ipc;
+  ShmTransport control(1, kCudaIpcControlBytes);
+  const auto shards = make_shards(equal_specs(1, 3, 100));
+  ReleasePipe release;
+  ChildProcess child([&] {
+    control.set_receiver_alive(parent_alive());
+    CudaIpcTransport transport(control, 1024, ipc, CudaIpcGpus{.rank_devices = {1}, .base_gpu_id = 0});
+    try {
+      stream_shard(0, shards.weights(0), 1024, transport);
+    } catch (const Error&) {
+      // the receiver gave up: expected
+    }
+    release.wait();
+  });
+  control.set_sender_alive(child.liveness());
+  CudaIpcTransport transport(control, 1024, ipc, gpus_of(1));
+  std::vector<uint8_t> into(1024);
+  hang_guard([&] {
+    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
+              "mismatch: refit: rank 0: the sender's bucket ring is on physical GPU 1 (local GPU 1 with base_gpu_id "
+              "0), but engine TP rank 0 lives on local GPU 0");
+  });
+  EXPECT_TRUE(ipc.opened_devices().empty());
+  transport.receiver(0).cancel("wrong GPU");
+  release.release();
+  EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+}
+
+TEST(RefitCudaIpcTransport, ARingOfAnotherBucketSizeIsRefusedAtTheHandshake) {
+  const HostDeviceIpc ipc;
+  ShmTransport control(1, kCudaIpcControlBytes);
+  const auto shards = make_shards(equal_specs(1, 3, 100));
+  ReleasePipe release;
+  ChildProcess child([&] {
+    control.set_receiver_alive(parent_alive());
+    CudaIpcTransport transport(control, 2048, ipc, gpus_of(1));
+    try {
+      stream_shard(0, shards.weights(0), 2048, transport);
+    } catch (const Error&) {
+    }
+    release.wait();
+  });
+  control.set_sender_alive(child.liveness());
+  CudaIpcTransport transport(control, 4096, ipc, gpus_of(1));
+  std::vector<uint8_t> into(4096);
+  hang_guard([&] {
+    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
+              "mismatch: refit: rank 0: cuda-ipc: the sender's ring has 4 slots of 2048 B, the receiver expects 4 "
+              "slots of bucket_size_bytes 4096 B (both sides must use the same size)");
+  });
+  transport.receiver(0).cancel("bucket size");
+  release.release();
+  EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+}
+
+TEST(RefitCudaIpcTransport, AnImportInTheExportingProcessIsRefused) {
+  // Sender and receiver in one process: the handshake names this process as the exporter.
+  const HostDeviceIpc ipc;
+  ShmTransport control(1, kCudaIpcControlBytes);
+  CudaIpcTransport transport(control, 1024, ipc, gpus_of(1));
+  const auto shards = make_shards(equal_specs(1, 3, 100));
+  std::thread sender([&] {
+    try {
+      stream_shard(0, shards.weights(0), 1024, transport);
+    } catch (const Error&) {
+    }
+  });
+  std::vector<uint8_t> into(1024);
+  const std::string error = error_of([&] { transport.receiver(0).receive(into); });
+  transport.receiver(0).cancel("refused");
+  sender.join();
+  EXPECT_EQ(error, fmt::format("state: refit: rank 0: cuda-ipc: the bucket ring was exported by this very process "
+                               "(pid {}); a CUDA IPC handle is imported only by a process other than its exporter",
+                               getpid()));
+  EXPECT_TRUE(ipc.opened_devices().empty());
+}
+
+TEST(RefitCudaIpcTransport, AMalformedHandshakeOrSlotMessageIsAFormatErrorNamingTheRank) {
+  const HostDeviceIpc ipc;
+  ShmTransport control(2, kCudaIpcControlBytes);
+  CudaIpcTransport transport(control, 1024, ipc, gpus_of(2));
+  control.sender(0).send(Bucket{.entries = {}, .payload = {1, 2, 3, 4, 5}});
+  std::vector<uint8_t> into(1024);
+  EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
+            "format: refit: rank 0: cuda-ipc: control message of 5 B is not a handshake");
+  // Rank 1: a handshake of the right size but another magic.
+  control.sender(1).send(Bucket{.entries = {}, .payload = std::vector<uint8_t>(96, 0)});
+  EXPECT_EQ(error_of([&] { transport.receiver(1).receive(into); }),
+            "format: refit: rank 1: cuda-ipc: control message of 96 B is not a handshake");
+}
+
+TEST(RefitCudaIpcTransport, ASenderThatExitsAfterTheHandshakeFailsTheStreamNotHangsIt) {
+  const HostDeviceIpc ipc;
+  ShmTransport control(1, kCudaIpcControlBytes);
+  const auto shards = make_shards(equal_specs(1, 10, 1000));
+  ChildProcess child([&] {
+    CudaIpcTransport transport(control, 1024, ipc, gpus_of(1));
+    Bucket b;
+    b.entries = {{shards.specs[0][0], 0, 1000}};
+    b.payload = shards.data[0][0];
+    transport.sender(0).send(std::move(b));
+    std::this_thread::sleep_for(200ms);  // let the parent import before the exporter's fd goes away
+    _exit(0);                            // no finish(): the trainer died
+  });
+  control.set_sender_alive(child.liveness());
+  CudaIpcTransport transport(control, 1024, ipc, gpus_of(1));
+  std::vector<uint8_t> into(1024);
+  hang_guard([&] {
+    const ReceivedBatch first = transport.receiver(0).receive(into);
+    EXPECT_FALSE(first.end);
+    EXPECT_EQ(first.payload_bytes, 1000u);
+    EXPECT_TRUE(std::equal(shards.data[0][0].begin(), shards.data[0][0].end(), into.begin()));
+    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
+              "io: refit: rank 0: transport failed mid-stream: sender process exited before finishing the stream");
+  });
+  EXPECT_EQ(child.wait(), exited_with(0));
+}
+
+}  // namespace
+}  // namespace wsb::refit::test
