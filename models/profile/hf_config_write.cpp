@@ -244,7 +244,7 @@ json gpt_oss_config(const ModelProfile& p) {
 }
 
 std::string read_hf_config_bytes(const ModelProfile& p) {
-  const std::filesystem::path path = p.hf_dir / "config.json";
+  const std::filesystem::path path = p.hf_dir / kHfConfigFileName;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Missing, fmt::format("{}: cannot open Hugging Face config", path.string()));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -269,7 +269,7 @@ json hf_config_json(const ModelProfile& p) {
       j = json::parse(bytes);
     } catch (const json::exception& e) {
       throw Error(ErrorKind::Format,
-                  fmt::format("{}: invalid JSON: {}", (p.hf_dir / "config.json").string(), e.what()));
+                  fmt::format("{}: invalid JSON: {}", (p.hf_dir / kHfConfigFileName).string(), e.what()));
     }
     j["num_hidden_layers"] = p.dims.layers;
     return j;

@@ -11,6 +11,11 @@
 
 namespace wsb {
 
+/// File name of the Hugging Face config in a FULL checkpoint directory. An expected file beside the index and the
+/// shards that no wsbench reader opens (CheckpointReader, Publication, inspect, the sync modes); only
+/// profile_from_hf_dir reads it, so a bad config.json never makes a publication unreadable to wsbench.
+inline constexpr const char* kHfConfigFileName = "config.json";
+
 /// config.json of a checkpoint of `profile`, with the dims as scaled (num_hidden_layers, and n_routed_experts /
 /// num_local_experts, after the `layers` / `experts` knobs):
 /// - llama: LlamaForCausalLM, model_type "llama" (transformers LlamaConfig keys, no rope_scaling: the synthetic
