@@ -1,6 +1,9 @@
 #pragma once
-// Field-by-field equality of two profiles' dims, for round trips through config.json.
+// Field-by-field equality of two profiles' dims and tensor lists, for round trips through config.json.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "models/profile/profile.hpp"
 
@@ -40,6 +43,14 @@ inline void expect_same_dims(const ModelDims& actual, const ModelDims& expected)
   EXPECT_EQ(actual.rope_scaling.beta_slow, expected.rope_scaling.beta_slow);
   EXPECT_EQ(actual.rope_scaling.mscale, expected.rope_scaling.mscale);
   EXPECT_EQ(actual.rope_scaling.mscale_all_dim, expected.rope_scaling.mscale_all_dim);
+}
+
+/// "name DTYPE [d0, d1]" per canonical tensor, in order: a readable form for EXPECT_EQ on tensor lists.
+inline std::vector<std::string> tensor_lines(const ModelProfile& profile) {
+  std::vector<std::string> lines;
+  for (const TensorSpec& t : profile.canonical_tensors())
+    lines.push_back(t.name + " " + std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
+  return lines;
 }
 
 }  // namespace wsb::test
