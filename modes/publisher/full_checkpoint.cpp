@@ -1,5 +1,6 @@
 // write_full_checkpoint(): the canonical checkpoint at any version as a plain FULL directory, the reference a
 // native load reads.
+#include "models/profile/hf_config_write.hpp"
 #include "modes/publisher/ordered_pipeline.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/publication.hpp"
@@ -12,6 +13,7 @@ void write_full_checkpoint(const ModelProfile& profile, uint64_t seed, uint32_t 
   PublicationManifest manifest;
   manifest.version = version;
   PublicationWriter writer(dir, manifest, max_shard_bytes, /*atomic=*/false, /*fsync=*/false);
+  writer.add_file(kHfConfigFileName, hf_config_text(profile));  // an engine fork boots from this directory
   std::vector<uint64_t> sizes;
   for (const TensorSpec& t : tensors) sizes.push_back(t.bytes());
   // Tensors are synthesized on `threads` workers and appended in checkpoint order (ordered_pipeline).

@@ -5,6 +5,7 @@
 
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
+#include "models/profile/hf_config_write.hpp"
 #include "modes/publisher/ordered_pipeline.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/publication.hpp"
@@ -97,6 +98,8 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
     }
   }
 
+  // FULL v0 is a checkpoint an engine can boot from: it carries the Hugging Face config (DELTAs do not).
+  const std::string hf_config = first == 0 ? hf_config_text(profile) : std::string();
   std::vector<PublicationStats> stats(last - first + 1);
   std::vector<std::unique_ptr<PublicationWriter>> writers;
   for (uint32_t v = first; v <= last; ++v) {
@@ -105,6 +108,7 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
     writers.push_back(std::make_unique<PublicationWriter>(store.update_dir(v), manifest_for(v, options.encoding),
                                                           options.max_shard_bytes, /*atomic=*/true, options.fsync));
   }
+  if (first == 0) writers[0]->add_file(kHfConfigFileName, hf_config);
 
   // FULL v0 shards are streamed (the writer checksums the bytes as they pass); deltas are buffered per shard.
   std::vector<std::pair<size_t, size_t>> full_shards;

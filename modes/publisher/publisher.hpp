@@ -100,18 +100,20 @@ void synthesize_canonical(const ModelProfile& profile, const TensorSpec& tensor,
 /// Writes publications first_version..last_version into the store and advances `latest` (when
 /// options.advance_latest) to last_version after all of them are in place. Version 0 is FULL (shards split at
 /// max_shard_bytes, checksums in every shard's __metadata__), every later version k a DELTA with base k - 1
-/// encoded with options.encoding from the canonical bytes of k - 1 to those of k. Each publication is written to
-/// a hidden temp directory and renamed into place. Memory: two tensors plus the delta payloads of one shard per
-/// version. Returns one PublicationStats per version (seconds = time spent producing that version; stored_bytes
+/// encoded with options.encoding from the canonical bytes of k - 1 to those of k. FULL v0 also holds config.json
+/// (hf_config_text(profile), models/profile/hf_config_write.hpp); DELTAs hold index and shards only. Each
+/// publication is written to a hidden temp directory and renamed into place. Memory: two tensors plus the delta
+/// payloads of one shard per version. Returns one PublicationStats per version (seconds = time spent producing that version; stored_bytes
 /// = shard file sizes, headers included).
 /// Throws Error(Lineage) when appending deltas whose base version is not published, or when a version of the
 /// range is already published (publications are immutable); Error(Checksum) naming the tensor when the
 /// published base version was not produced by the same (profile, seed, density); Error(Format) for
-/// first_version > last_version.
+/// first_version > last_version; hf_config_text's errors (then nothing is written).
 std::vector<PublicationStats> publish(const ModelProfile& profile, const PublishOptions& options);
 
-/// Writes the canonical checkpoint at `version` as a FULL checkpoint directory (the native-load reference),
-/// synthesizing tensors on `threads` workers (the bytes are the same for any thread count).
+/// Writes the canonical checkpoint at `version` as a FULL checkpoint directory (the native-load reference, and
+/// what an engine fork boots from: index, shards and config.json = hf_config_text(profile)), synthesizing tensors
+/// on `threads` workers (the bytes are the same for any thread count).
 void write_full_checkpoint(const ModelProfile& profile, uint64_t seed, uint32_t version, std::optional<double> density,
                            const std::filesystem::path& dir, uint64_t max_shard_bytes = 2ull << 30, int threads = 1);
 

@@ -82,8 +82,15 @@ class PublicationWriter {
   /// Adds one tensor whose bytes are complete (e.g. a delta payload: 1-D U8, shape = byte length). The tensor
   /// joins the buffered shard, which is written first when this tensor would take it past max_shard_bytes.
   void add(TensorSpec spec, std::vector<uint8_t> bytes, std::string checksum);
-  /// Writes the remaining buffered shard, names the shards, writes the index and moves the publication into
-  /// place. Returns the bytes of all shard files written (headers included).
+  /// Adds a small file that is not a shard (a FULL checkpoint's config.json: kHfConfigFileName,
+  /// models/profile/hf_config_write.hpp) with `bytes` as its content. commit() writes it before the index (so a
+  /// directory whose index exists holds it too) and fsyncs it with the shards when fsync is set; it is removed
+  /// with an uncommitted publication. A second call with the same name replaces the content. Throws Error(Format) when `name` is not a plain file name (empty,
+  /// '/', a leading '.') or is the index or a ".safetensors" name.
+  void add_file(std::string name, std::string bytes);
+  /// Writes the remaining buffered shard, names the shards, writes the files of add_file and the index and moves
+  /// the publication into place. Returns the bytes of all shard files written (headers included; add_file's
+  /// files are not counted).
   uint64_t commit();
 
  private:
@@ -96,7 +103,9 @@ class PublicationWriter {
 /// 1-D U8, a shard resolving outside the publication directory: checked before the shard is opened), Mismatch
 /// (tensor names of header, checksum map and index disagree — each named), Truncated (a shard shorter than
 /// declared: not yet published), Lineage (metadata version != directory version).
-/// FULL shards carry checksums too (same `__metadata__` map), so seeding can be verified.
+/// FULL shards carry checksums too (same `__metadata__` map), so seeding can be verified. Only the index and the
+/// shards it names are opened: other files of the directory (a FULL publication's config.json, for engines that
+/// boot from it) are expected and never read, so their content cannot make a publication unreadable.
 class Publication {
  public:
   Publication(const Store& store, uint32_t version);

@@ -119,6 +119,9 @@ struct PublicationWriter::Impl {
   uint64_t current_filled = 0;
   std::unique_ptr<Xxh3Hasher> hasher;
 
+  std::map<std::string, std::string> files;           // add_file: name -> content
+  std::vector<std::filesystem::path> files_written;  // removed again when a non-atomic commit fails
+
   std::vector<TensorSpec> buffered_specs;
   std::vector<std::vector<uint8_t>> buffered_bytes;
   std::map<std::string, std::string> buffered_checksums;
@@ -203,6 +206,7 @@ PublicationWriter::~PublicationWriter() {
     std::filesystem::remove_all(impl_->work, ec);
   } else {
     for (const auto& part : impl_->parts) std::filesystem::remove(part, ec);
+    for (const auto& file : impl_->files_written) std::filesystem::remove(file, ec);
   }
 }
 
@@ -266,6 +270,16 @@ void PublicationWriter::add(TensorSpec spec, std::vector<uint8_t> bytes, std::st
   w.buffered_bytes.push_back(std::move(bytes));
 }
 
+void PublicationWriter::add_file(std::string name, std::string bytes) {
+  Impl& w = *impl_;
+  if (name.empty() || name.find('/') != std::string::npos || name.front() == '.' || name == kIndexFileName ||
+      name.ends_with(".safetensors")) {
+    throw Error(ErrorKind::Format,
+                fmt::format("{}: '{}' is not a plain file name beside the index and the shards", w.dir.string(), name));
+  }
+  w.files[std::move(name)] = std::move(bytes);
+}
+
 uint64_t PublicationWriter::commit() {
   Impl& w = *impl_;
   w.require_no_streamed("commit");
@@ -284,6 +298,20 @@ uint64_t PublicationWriter::commit() {
     if (ec) throw Error(ErrorKind::Io, fmt::format("stat {}: {}", final_path.string(), ec.message()));
     stored += size;
     for (const std::string& tensor : w.part_tensors[i]) index.weight_map[tensor] = name;
+  }
+  for (const auto& [name, bytes] : w.files) {
+    const std::filesystem::path path = w.work / name;
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw_errno("create", path);
+    w.files_written.push_back(path);
+    try {
+      write_exact(fd, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 0, path);
+      if (w.fsync && ::fsync(fd) != 0) throw_errno("fsync", path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0) throw_errno("close", path);
   }
   write_checkpoint_index(w.work / kIndexFileName, index);
   if (w.fsync) fsync_directory(w.work);

@@ -179,6 +179,29 @@ TEST(Inspect, ShardedCheckpointFilesAndIndex) {
             "58ac729f2c1ecb997f2b35dc0d7191bb3ff7f1f75b5fef341a71a1008ea00e0b");
 }
 
+TEST(Inspect, PublishedFullCheckpointWithAnyConfigJsonListsItsShards) {
+  // FULL publications carry config.json for engine forks; inspect reads index and shards only, so neither the
+  // written config nor a broken one changes what it reports.
+  TempDir tmp;
+  test::publish_tiny(tmp / "store", /*last=*/0);
+  const fs::path full = Store(tmp / "store").update_dir(0);
+  ASSERT_TRUE(fs::is_regular_file(full / "config.json"));
+  for (const bool broken : {false, true}) {
+    SCOPED_TRACE(broken ? "broken config.json" : "config.json as published");
+    if (broken) std::ofstream(full / "config.json", std::ios::trunc) << "{\"model_type\": 7,";
+    InspectArgs args;
+    args.checkpoint = full;
+    args.json_out = tmp / "out.json";
+    ASSERT_EQ(cmd_inspect(args), 0);
+    const json j = read_json(tmp / "out.json");
+    EXPECT_EQ(j["indexed"], true);
+    ASSERT_EQ(j["files"].size(), 1u);
+    EXPECT_EQ(j["files"][0]["file"], "model-00001-of-00001.safetensors");
+    EXPECT_EQ(j["tensors"].size(), 21u);  // llama-tiny-bf16: embed, 2 layers x 9, final norm, lm_head
+    EXPECT_EQ(j["index_metadata"]["version"], "000000");
+  }
+}
+
 TEST(Inspect, JsonSpellsNanInfinityAndNegativeZero) {
   TempDir tmp;
   const std::vector<uint8_t> fp8{0x7F, 0xFF, 0x00, 0x80, 0x7E};

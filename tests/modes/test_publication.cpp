@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include <fmt/format.h>
@@ -525,6 +527,52 @@ TEST(PublicationWriter, PlainDirectoryMode) {
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"model-00001-of-00001.safetensors", "model.safetensors.index.json"}));
+}
+
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(PublicationWriter, AddFileIsWrittenBesideIndexAndShards) {
+  TempDir tmp;
+  Store store(tmp.path());
+  PublicationManifest m;
+  m.version = 0;
+  {
+    PublicationWriter writer(store.update_dir(0), m, 1 << 20, /*atomic=*/true, /*fsync=*/true);
+    writer.add({"a.weight", DType::BF16, {2, 2}}, canonical("a.weight", 0), xxh3_128_hex(canonical("a.weight", 0)));
+    writer.add_file("config.json", "{\"first\": 1}\n");
+    writer.add_file("config.json", "{\"model_type\": \"llama\"}\n");  // replaces the first content
+    EXPECT_FALSE(fs::exists(store.update_dir(0)));                  // nothing in place before commit
+    const uint64_t stored = writer.commit();
+    EXPECT_EQ(stored, fs::file_size(store.update_dir(0) / "model-00001-of-00001.safetensors"));  // shards only
+  }
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(store.update_dir(0))) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model-00001-of-00001.safetensors",
+                                             "model.safetensors.index.json"}));
+  EXPECT_EQ(file_text(store.update_dir(0) / "config.json"), "{\"model_type\": \"llama\"}\n");
+  EXPECT_EQ(Publication(store, 0).tensor_names(), std::vector<std::string>{"a.weight"});
+}
+
+TEST(PublicationWriter, AddFileRefusesNamesThatAreNotPlainFilesAndLeavesNothingWhenAbandoned) {
+  TempDir tmp;
+  fs::path dir = tmp.path() / "checkpoint";
+  PublicationManifest m;
+  m.version = 2;
+  {
+    PublicationWriter writer(dir, m, 1 << 20, /*atomic=*/false, /*fsync=*/false);
+    const std::vector<std::string> names = {"", "sub/config.json", ".hidden", "..", kIndexFileName,
+                                            "model-00001-of-00001.safetensors"};
+    for (const std::string& name : names) {
+      expect_error([&] { writer.add_file(name, "x"); }, ErrorKind::Format,
+                   {fmt::format("'{}' is not a plain file name", name)});
+    }
+    writer.add_file("config.json", "{}");
+  }  // abandoned before commit: no file written
+  EXPECT_TRUE(fs::is_empty(dir));
 }
 
 }  // namespace

@@ -14,11 +14,13 @@
 #include "models/core/checksum.hpp"
 #include "models/core/errors.hpp"
 #include "models/core/numeric.hpp"
+#include "models/profile/hf_config_write.hpp"
 #include "models/profile/profile.hpp"
 #include "models/quant/codecs.hpp"
 #include "models/quant/quant_role.hpp"
 #include "modes/publisher/publisher.hpp"
 #include "modes/store/publication.hpp"
+#include "tests/support/profile_dims.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -229,11 +231,12 @@ TEST(Publisher, DeterministicAcrossRunsAndSeedSensitive) {
   auto ha = file_hashes(a.path()), hb = file_hashes(b.path()), hc = file_hashes(c.path());
   EXPECT_EQ(ha, hb);
   // FULL shards of <= 300,000 bytes: [embed + layer 0 up to gate_proj] 295424, [layer 0 up/down + layer 1 up to
-  // gate_proj] 295424, [rest] 262400; one delta shard per version; 4 indexes; latest.
+  // gate_proj] 295424, [rest] 262400; one delta shard per version; 4 indexes; FULL v0's config.json; latest.
   EXPECT_EQ(ha.count("latest"), 1u);
+  EXPECT_EQ(ha.count("updates/weight_v000000/config.json"), 1u);
   EXPECT_EQ(ha.count("updates/weight_v000000/model-00003-of-00003.safetensors"), 1u);
   EXPECT_EQ(ha.count("updates/weight_v000003/model-00001-of-00001.safetensors"), 1u);
-  EXPECT_EQ(ha.size(), 1u + 4 + 3 + 3);
+  EXPECT_EQ(ha.size(), 1u + 4 + 3 + 3 + 1);
   CheckpointIndex v0 = read_checkpoint_index(Store(a.path()).update_dir(0) / kIndexFileName);
   EXPECT_EQ(v0.weight_map.at("model.layers.0.mlp.gate_proj.weight"), "model-00001-of-00003.safetensors");
   EXPECT_EQ(v0.weight_map.at("model.layers.0.mlp.up_proj.weight"), "model-00002-of-00003.safetensors");
@@ -297,7 +300,7 @@ TEST(Publisher, ThreadCountNeverChangesTheBytes) {
   write_full_checkpoint(tiny(), 33, 2, std::nullopt, full1.path() / "c", 200'000, 1);
   write_full_checkpoint(tiny(), 33, 2, std::nullopt, full4.path() / "c", 200'000, 4);
   EXPECT_EQ(file_hashes(full1.path()), file_hashes(full4.path()));
-  EXPECT_EQ(file_hashes(full4.path()).size(), 6u);  // index + 5 shards of <= 200,000 bytes (853,248 in all)
+  EXPECT_EQ(file_hashes(full4.path()).size(), 7u);  // index, config.json, 5 shards of <= 200,000 bytes (853,248)
 }
 
 TEST(Publisher, PublishedStoreMatchesSynthesis) {
@@ -641,6 +644,83 @@ TEST(PublisherQuant, ConfiguredImmutablePrefixes) {
   EXPECT_EQ(perturb_version(profile, frozen, 1, 1, 1.0, a), 0u);
   EXPECT_EQ(perturb_version(profile, head, 1, 1, 1.0, b), 0u);
   EXPECT_EQ(perturb_version(profile, free, 1, 1, 1.0, c), 256u);
+}
+
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class FullCheckpointConfig : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FullCheckpointConfig, FullCheckpointsCarryConfigJsonDeltasDoNot) {
+  const ModelProfile profile = find_profile(GetParam(), WSB_PROFILES_DIR);
+  TempDir store, reference;
+  PublishOptions o = options_for(store.path(), 5);
+  o.last_version = 2;
+  publish(profile, o);
+  const Store s(store.path());
+  EXPECT_EQ(file_text(s.update_dir(0) / kHfConfigFileName), hf_config_text(profile));
+  EXPECT_FALSE(fs::exists(s.update_dir(1) / kHfConfigFileName));
+  EXPECT_FALSE(fs::exists(s.update_dir(2) / kHfConfigFileName));
+  write_full_checkpoint(profile, 5, 2, std::nullopt, reference.path(), 300'000);
+  EXPECT_EQ(file_text(reference.path() / kHfConfigFileName), hf_config_text(profile));
+  // Appending deltas to the store leaves FULL v0 as it was and writes no config.
+  o.first_version = 3;
+  o.last_version = 3;
+  publish(profile, o);
+  EXPECT_FALSE(fs::exists(s.update_dir(3) / kHfConfigFileName));
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyPresets, FullCheckpointConfig,
+                         ::testing::Values("llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '-' || c == '.') c = '_';
+                           return name;
+                         });
+
+TEST(Publisher, LlamaFullCheckpointRoundTripsThroughProfileFromHfDir) {
+  // A FULL directory the publisher wrote is a Hugging Face checkpoint: its config gives back the profile's dims, and
+  // the canonical tensor list of that profile is exactly what the shards hold.
+  TempDir store, reference;
+  publish(tiny(), options_for(store.path(), 3));
+  write_full_checkpoint(tiny(), 3, 1, std::nullopt, reference.path(), 300'000);
+  for (const fs::path& dir : {Store(store.path()).update_dir(0), reference.path()}) {
+    SCOPED_TRACE(dir.string());
+    const ModelProfile back = profile_from_hf_dir(dir);
+    test::expect_same_dims(back.dims, tiny().dims);
+    EXPECT_EQ(back.family, "llama");
+    EXPECT_EQ(back.quantization, "none");
+    EXPECT_EQ(back.dtype, DType::BF16);
+    EXPECT_EQ(test::tensor_lines(back), test::tensor_lines(tiny()));
+    std::vector<std::string> names;
+    for (const TensorSpec& t : back.canonical_tensors()) names.push_back(t.name);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(CheckpointReader(dir).tensor_names(), names);
+  }
+}
+
+TEST(Publisher, BadConfigJsonNeverMakesAFullPublicationUnreadable) {
+  // wsbench never reads config.json: a broken one must not stop opening, planning or seeding from the store.
+  TempDir store;
+  publish(tiny(), options_for(store.path(), 3));
+  const Store s(store.path());
+  const std::vector<std::string> bad_configs = {"{not json", "", std::string("\xff\x00binary", 8)};
+  for (const std::string& bad : bad_configs) {
+    std::ofstream(s.update_dir(0) / kHfConfigFileName, std::ios::binary | std::ios::trunc) << bad;
+    const Publication full(s, 0);
+    EXPECT_TRUE(full.is_full());
+    const TensorSpec t = tiny().canonical_tensors().front();
+    const auto bytes = full.payload(t.name);
+    EXPECT_EQ(xxh3_128_hex(bytes), full.expected_checksum(t.name));
+    EXPECT_EQ(xxh3_128_hex(synth(t, 3, 0)), full.expected_checksum(t.name));
+    EXPECT_EQ(plan_update(s, 0, 3).steps.size(), 3u);
+    EXPECT_EQ(CheckpointReader(s.update_dir(0)).tensor_names().size(), tiny().canonical_tensors().size());
+  }
+  fs::remove(s.update_dir(0) / kHfConfigFileName);  // and a FULL without one (an older store) reads the same
+  EXPECT_TRUE(Publication(s, 0).is_full());
 }
 
 }  // namespace
