@@ -34,7 +34,7 @@ void PooledBuffer::reset() noexcept {
   data_ = {};
 }
 
-BufferPool::BufferPool(uint64_t buffer_bytes, size_t count, std::optional<uint8_t> poison)
+BufferPool::BufferPool(uint64_t buffer_bytes, size_t count, std::optional<uint8_t> poison, const HostPinner* pinner)
     : buffer_bytes_(buffer_bytes), poison_(poison) {
   if (buffer_bytes == 0 || count == 0) {
     throw Error(ErrorKind::Resource,
@@ -42,9 +42,8 @@ BufferPool::BufferPool(uint64_t buffer_bytes, size_t count, std::optional<uint8_
                             count, buffer_bytes));
   }
   stride_ = (buffer_bytes + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
-  storage_ = std::make_unique<uint8_t[]>(stride_ * count + kEntryAlignment);
-  const auto addr = reinterpret_cast<uintptr_t>(storage_.get());
-  base_ = storage_.get() + ((kEntryAlignment - addr % kEntryAlignment) % kEntryAlignment);
+  storage_ = HostBuffer(stride_ * count, 4096, pinner);  // page aligned: what a pinner needs
+  base_ = storage_.data();
   free_flags_.assign(count, true);
 }
 

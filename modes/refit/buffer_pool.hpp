@@ -9,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "modes/sync/host_buffer.hpp"
+
 namespace wsb::refit {
 
 class BufferPool;
@@ -40,9 +42,11 @@ class PooledBuffer {
 /// `count` buffers of `buffer_bytes` bytes each (64 B aligned). Thread-safe. Must outlive its PooledBuffers.
 class BufferPool {
  public:
-  /// `poison`: byte written over a whole buffer when it is returned; nullopt writes nothing.
-  /// Throws Error(Resource) when count or buffer_bytes is 0.
-  BufferPool(uint64_t buffer_bytes, size_t count, std::optional<uint8_t> poison = std::nullopt);
+  /// `poison`: byte written over a whole buffer when it is returned; nullopt writes nothing. `pinner` pins the
+  /// buffers for their life (the cuda-ipc transport copies device buckets into them: page-locked, that copy runs
+  /// at the PCIe rate). Throws Error(Resource) when count or buffer_bytes is 0, and what the pinner throws.
+  BufferPool(uint64_t buffer_bytes, size_t count, std::optional<uint8_t> poison = std::nullopt,
+             const HostPinner* pinner = nullptr);
 
   /// Lends a free buffer. Throws Error(Resource, "refit: receive buffer pool exhausted (N of N buffers lent)") when
   /// none is free: the receivers hold at most one batch per rank, so an exhausted pool is a bug, never a wait.
@@ -62,7 +66,7 @@ class BufferPool {
 
   uint64_t buffer_bytes_;
   std::optional<uint8_t> poison_;
-  std::unique_ptr<uint8_t[]> storage_;  // count * stride bytes, plus alignment slack
+  HostBuffer storage_;  // count * stride bytes
   uint8_t* base_ = nullptr;
   uint64_t stride_ = 0;
   mutable std::mutex mu_;

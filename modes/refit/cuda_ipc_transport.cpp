@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "modes/refit/refit_error.hpp"
 
@@ -82,7 +83,9 @@ class CudaIpcTransport::Channel final : public SenderEndpoint, public ReceiverEn
     const SlotMessage message{.magic = kSlotMagic, .slot = slot, .payload_bytes = bucket.payload.size()};
     control_.sender(rank_).send(Bucket{.entries = std::move(bucket.entries), .payload = encode(message)});
     ++sent_;
+    spare_ = std::move(bucket.payload);  // in the ring already: the sender may pack its next bucket into it
   }
+  std::vector<uint8_t> spare_payload() override { return std::exchange(spare_, {}); }
   void finish() override { control_.sender(rank_).finish(); }
   void fail(const std::string& message) noexcept override { control_.sender(rank_).fail(message); }
 
@@ -157,6 +160,7 @@ class CudaIpcTransport::Channel final : public SenderEndpoint, public ReceiverEn
   size_t slots_;
   std::unique_ptr<ExportedDeviceMemory> exported_;  // sender side
   uint64_t sent_ = 0;
+  std::vector<uint8_t> spare_;
   std::unique_ptr<ImportedDeviceMemory> imported_;  // receiver side
 };
 

@@ -1,6 +1,7 @@
 #include "modes/refit/inproc_transport.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -65,7 +66,17 @@ class InProcTransport::Channel final : public SenderEndpoint, public ReceiverEnd
                             into.size()));
     }
     if (!bucket.payload.empty()) std::memcpy(into.data(), bucket.payload.data(), bucket.payload.size());
-    return ReceivedBatch{.end = false, .entries = std::move(bucket.entries), .payload_bytes = bucket.payload.size()};
+    const uint64_t payload_bytes = bucket.payload.size();
+    {
+      std::lock_guard relock(mu_);  // hand the buffer back to the sender for its next bucket
+      if (spare_.capacity() < bucket.payload.capacity()) spare_ = std::move(bucket.payload);
+    }
+    return ReceivedBatch{.end = false, .entries = std::move(bucket.entries), .payload_bytes = payload_bytes};
+  }
+
+  std::vector<uint8_t> spare_payload() override {
+    std::lock_guard lock(mu_);
+    return std::exchange(spare_, {});
   }
 
  private:
@@ -76,6 +87,7 @@ class InProcTransport::Channel final : public SenderEndpoint, public ReceiverEnd
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Bucket> queue_;
+  std::vector<uint8_t> spare_;  // a received bucket's payload, for the sender's next bucket
   State state_ = State::Open;
   std::string failure_;
   std::string cancel_reason_;  // set by the receiver: senders stop instead of waiting for room forever

@@ -91,7 +91,8 @@ RefitMode::RefitMode(SyncContext context)
       layout_(refit_layout(shards_)),
       trainer_(context_.profile, shards_, trainer_memory(context_)),
       bucket_bytes_(checked_bucket(choose_bucket_bytes(context_, shards_), shards_)),
-      pool_(bucket_bytes_, shards_.size()) {
+      pool_(bucket_bytes_, shards_.size(), std::nullopt,
+            context_.refit_transport == "cuda-ipc" ? context_.pinner : nullptr) {
   const auto index = [this](const std::string& name) {
     const auto i = trainer_.image().index_of(name);
     if (!i) throw Error(ErrorKind::Missing, fmt::format("refit mode: no tensor '{}'", name));

@@ -48,10 +48,15 @@ void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_
     size_t next = 0;
     for (const auto& entries : plan) {
       Bucket bucket;
+      bucket.payload = out.spare_payload();  // an earlier bucket's buffer when the transport has one
       bucket.payload.resize(entries.back().offset + entries.back().bytes);
+      uint64_t cursor = 0;
       for (const auto& e : entries) {
         const auto& w = shard[next++];
+        // The alignment gaps are zeroed: a recycled buffer still holds the previous bucket's bytes.
+        if (e.offset > cursor) std::memset(bucket.payload.data() + cursor, 0, e.offset - cursor);
         if (e.bytes != 0) std::memcpy(bucket.payload.data() + e.offset, w.bytes.data(), e.bytes);
+        cursor = e.offset + e.bytes;
       }
       bucket.entries = entries;
       out.send(std::move(bucket));

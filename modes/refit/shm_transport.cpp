@@ -15,6 +15,7 @@
 #include <ctime>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -136,7 +137,10 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
     if (!bucket.payload.empty()) std::memcpy(slot + geo_.payload_offset, bucket.payload.data(), bucket.payload.size());
     at(ctl_->head).store(head + 1, std::memory_order_release);
     signal_event(&ctl_->sender_events);
+    spare_ = std::move(bucket.payload);  // copied into the slot: the sender may pack its next bucket into it
   }
+
+  std::vector<uint8_t> spare_payload() override { return std::exchange(spare_, {}); }
 
   void finish() override {
     claim(ctl_->sender_pid);
@@ -285,6 +289,7 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
   uint8_t* slots_;
   RingGeometry geo_;
   const ShmTransportOptions& options_;
+  std::vector<uint8_t> spare_;  // sender side only (one thread)
 };
 
 ShmTransport::ShmTransport(int ranks, uint64_t bucket_size_bytes, ShmTransportOptions options)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "modes/refit/bucket.hpp"
 
@@ -25,6 +26,10 @@ class SenderEndpoint {
   virtual void finish() = 0;
   /// Ends the stream with a failure; the receiver's next receive() throws Error(Io) quoting `message`.
   virtual void fail(const std::string& message) noexcept = 0;
+  /// The payload buffer of an earlier bucket that the transport is done with (empty when it has none), for the
+  /// sender to pack its next bucket into: a bucket-sized allocation (and its page faults) once per stream instead
+  /// of once per bucket. Its bytes are stale: the sender overwrites every byte it sends.
+  virtual std::vector<uint8_t> spare_payload() { return {}; }
 };
 
 /// Receiving end of one rank's channel. Calls come from one thread at a time.

@@ -2,6 +2,10 @@
 // one outstanding batch per rank, a reference held past recycling reads the poison).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
 #include "tests/modes/refit/refit_test_util.hpp"
 
 namespace wsb::refit::test {
@@ -25,6 +29,51 @@ TEST(RefitSender, PacksWeightsInOrderAtAlignedOffsetsAcrossDtypes) {
   ASSERT_EQ(plan.size(), 2u);
   EXPECT_EQ(plan[0], (std::vector<WireEntry>{{{"x", DType::BF16, {10}}, 0, 20}, {{"y", DType::F32, {8}}, 64, 32}}));
   EXPECT_EQ(plan[1], (std::vector<WireEntry>{{{"z", DType::U8, {100}}, 0, 100}, {{"w", DType::I64, {2}}, 128, 16}}));
+}
+
+/// A sender endpoint that records what it is sent and lends back a dirty buffer of its own as the spare payload.
+class RecordingTransport final : public Transport, public SenderEndpoint {
+ public:
+  explicit RecordingTransport(uint64_t bucket) : bucket_(bucket) {}
+  int ranks() const override { return 1; }
+  uint64_t bucket_size_bytes() const override { return bucket_; }
+  SenderEndpoint& sender(int) override { return *this; }
+  ReceiverEndpoint& receiver(int) override { throw std::logic_error("sender only"); }
+  void send(Bucket bucket) override {
+    sent_data.push_back(bucket.payload.data());
+    sent.push_back(bucket);
+    spare_ = std::move(bucket.payload);
+    std::fill(spare_.begin(), spare_.end(), uint8_t{0xEE});  // stale bytes the next bucket must not carry
+  }
+  void finish() override {}
+  void fail(const std::string&) noexcept override {}
+  std::vector<uint8_t> spare_payload() override { return std::exchange(spare_, {}); }
+  std::vector<Bucket> sent;
+  std::vector<const uint8_t*> sent_data;
+
+ private:
+  uint64_t bucket_;
+  std::vector<uint8_t> spare_;
+};
+
+TEST(RefitSender, PacksIntoTheTransportsSparePayloadWithZeroedGaps) {
+  // Three buckets of two weights each: 20 B at 0 and 32 B at 64 (a 44 B gap), in buckets of 100 B.
+  std::vector<TensorSpec> specs;
+  for (int i = 0; i < 6; ++i) specs.push_back({fmt_name(static_cast<size_t>(i)), i % 2 ? DType::F32 : DType::BF16,
+                                               {i % 2 ? 8 : 10}});
+  const auto shards = make_shards({specs});
+  RecordingTransport transport(100);
+  stream_shard(0, shards.weights(0), 100, transport);
+  ASSERT_EQ(transport.sent.size(), 3u);
+  for (size_t b = 0; b < 3; ++b) {
+    std::vector<uint8_t> expected(96, 0);
+    std::copy(shards.data[0][2 * b].begin(), shards.data[0][2 * b].end(), expected.begin());
+    std::copy(shards.data[0][2 * b + 1].begin(), shards.data[0][2 * b + 1].end(), expected.begin() + 64);
+    EXPECT_EQ(transport.sent[b].payload, expected) << "bucket " << b;
+  }
+  // Buckets 1 and 2 were packed into bucket 0's buffer, handed back each time.
+  EXPECT_EQ(transport.sent_data[1], transport.sent_data[0]);
+  EXPECT_EQ(transport.sent_data[2], transport.sent_data[0]);
 }
 
 TEST(RefitSender, RefusesAWeightLargerThanABucket) {
