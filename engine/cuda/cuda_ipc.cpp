@@ -76,8 +76,8 @@ class Imported final : public refit::ImportedDeviceMemory {
   Imported(int device, const refit::IpcMemHandle& handle, uint64_t bytes)
       : device_(device),
         bytes_(bytes),
-        data_(cuda_ops::ipc_open_handle(device, handle.bytes.data(), "cuda ipc: importing a bucket ring")),
-        stream_(device, "cuda ipc: import stream") {}
+        stream_(device, "cuda ipc: import stream"),
+        data_(cuda_ops::ipc_open_handle(device, handle.bytes.data(), "cuda ipc: importing a bucket ring")) {}
   ~Imported() override { cuda_ops::ipc_close_handle(device_, data_); }
   void read(uint64_t offset, std::span<uint8_t> dst) override {
     check_range("read", offset, dst.size(), bytes_);
@@ -90,13 +90,18 @@ class Imported final : public refit::ImportedDeviceMemory {
  private:
   int device_;
   uint64_t bytes_;
+  Stream stream_;  // before the import: a stream that fails to start leaves nothing imported
   void* data_;
-  Stream stream_;
 };
 
 class CudaDeviceIpc final : public refit::DeviceIpc {
  public:
   std::string_view kind() const override { return "cuda"; }
+  std::array<uint8_t, 16> device_uuid(int device) const override {
+    std::array<uint8_t, 16> uuid{};
+    cuda_ops::device_uuid(device, uuid.data(), fmt::format("cuda ipc: UUID of device {}", device));
+    return uuid;
+  }
   std::unique_ptr<refit::ExportedDeviceMemory> allocate(int device, uint64_t bytes) const override {
     return std::make_unique<Exported>(device, bytes);
   }

@@ -128,6 +128,13 @@ void copy_d2h_async(int device, void* dst, const void* src, uint64_t bytes, void
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, as_stream(stream)), what + ": cudaMemcpyAsync D2H");
 }
 
+void device_uuid(int device, uint8_t* uuid, const std::string& what) {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), what + ": cudaGetDeviceProperties(" + std::to_string(device) + ")");
+  static_assert(sizeof prop.uuid == 16, "cudaUUID_t is 16 bytes");
+  std::memcpy(uuid, &prop.uuid, 16);
+}
+
 void ipc_get_handle(int device, void* p, uint8_t* handle, const std::string& what) {
   DeviceGuard guard(device, what);
   cudaIpcMemHandle_t h;

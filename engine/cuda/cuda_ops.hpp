@@ -42,6 +42,8 @@ void copy_h2d_async(int device, void* dst, const void* src, uint64_t bytes, void
 /// cudaMemcpyAsync device -> host on `stream`.
 void copy_d2h_async(int device, void* dst, const void* src, uint64_t bytes, void* stream, const std::string& what);
 
+/// cudaDeviceProp::uuid of `device` into `uuid` (16 bytes).
+void device_uuid(int device, uint8_t* uuid, const std::string& what);
 /// cudaIpcGetMemHandle of `p` (a cudaMalloc'd base pointer on `device`) into `handle` (64 bytes,
 /// CUDA_IPC_HANDLE_SIZE).
 void ipc_get_handle(int device, void* p, uint8_t* handle, const std::string& what);

@@ -24,6 +24,7 @@ std::string stream_synchronize(int, void*) noexcept { return "built without CUDA
 void memset_async(int, void*, int, uint64_t, void*, const std::string& what) { refuse(what); }
 void copy_h2d_async(int, void*, const void*, uint64_t, void*, const std::string& what) { refuse(what); }
 void copy_d2h_async(int, void*, const void*, uint64_t, void*, const std::string& what) { refuse(what); }
+void device_uuid(int, uint8_t*, const std::string& what) { refuse(what); }
 void ipc_get_handle(int, void*, uint8_t*, const std::string& what) { refuse(what); }
 void* ipc_open_handle(int, const uint8_t*, const std::string& what) { refuse(what); }
 void ipc_close_handle(int, void*) noexcept {}

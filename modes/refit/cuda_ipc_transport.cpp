@@ -32,6 +32,7 @@ struct Hello {
   uint64_t slots;
   uint64_t slot_bytes;
   std::array<uint8_t, 64> handle;
+  std::array<uint8_t, 16> gpu_uuid;  // of the ring's GPU: the same in every process, whatever the numbering
 };
 static_assert(sizeof(Hello) <= kCudaIpcControlBytes);
 
@@ -75,7 +76,8 @@ class CudaIpcTransport::Channel final : public SenderEndpoint, public ReceiverEn
                         .physical_gpu = device_ + base_gpu_id_,
                         .slots = slots_,
                         .slot_bytes = bucket_bytes_,
-                        .handle = exported_->handle().bytes};
+                        .handle = exported_->handle().bytes,
+                        .gpu_uuid = ipc_.device_uuid(device_)};
       control_.sender(rank_).send(Bucket{.entries = {}, .payload = encode(hello)});
     }
     const uint64_t slot = sent_ % slots_;
@@ -111,7 +113,7 @@ class CudaIpcTransport::Channel final : public SenderEndpoint, public ReceiverEn
                   fmt::format("received bucket of {} B exceeds the receive buffer of {} B", message.payload_bytes,
                               into.size()));
       }
-      imported_->read(message.slot * bucket_bytes_, into.first(message.payload_bytes));
+      on_rank([&] { imported_->read(message.slot * bucket_bytes_, into.first(message.payload_bytes)); });
       batch.payload_bytes = message.payload_bytes;
       return batch;
     }
@@ -148,7 +150,29 @@ class CudaIpcTransport::Channel final : public SenderEndpoint, public ReceiverEn
                             hello.slots, hello.slot_bytes, slots_, bucket_bytes_));
     }
     const int local = local_gpu_id(rank_, hello.physical_gpu, base_gpu_id_, device_);
-    imported_ = ipc_.open(local, IpcMemHandle{hello.handle}, slots_ * bucket_bytes_);
+    on_rank([&] {
+      if (ipc_.device_uuid(local) != hello.gpu_uuid) {
+        fail_rank(ErrorKind::Mismatch, rank_,
+                  fmt::format("cuda-ipc: the sender's bucket ring (physical GPU {}) is not on engine TP rank {}'s "
+                              "local GPU {}: their GPU UUIDs differ (check base_gpu_id and the GPUs both processes "
+                              "see)",
+                              hello.physical_gpu, rank_, local));
+      }
+      imported_ = ipc_.open(local, IpcMemHandle{hello.handle}, slots_ * bucket_bytes_);
+    });
+  }
+
+  /// Runs `fn`; a device error it throws is raised again naming this rank (the text "refit: rank R: ..." every
+  /// refit error has), a rank error passes through.
+  template <class Fn>
+  void on_rank(Fn&& fn) const {
+    try {
+      fn();
+    } catch (const Error& e) {
+      const std::string text = e.what();
+      if (text.rfind("refit: rank ", 0) == 0) throw;
+      fail_rank(e.kind(), rank_, "cuda-ipc: " + text);
+    }
   }
 
   int rank_;
@@ -176,6 +200,11 @@ CudaIpcTransport::CudaIpcTransport(ShmTransport& control, uint64_t bucket_size_b
                             gpus.rank_devices.size()));
   }
   const size_t slots = device_slots(control.depth());
+  uint64_t ring_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(slots), bucket_size_bytes, &ring_bytes)) {
+    throw Error(ErrorKind::Mismatch, fmt::format("refit: cuda-ipc transport: a ring of {} slots of {} B overflows "
+                                                 "64 bits", slots, bucket_size_bytes));
+  }
   for (int r = 0; r < control.ranks(); ++r) {
     channels_.push_back(std::make_unique<Channel>(r, control, bucket_size_bytes, ipc,
                                                   gpus.rank_devices[static_cast<size_t>(r)], gpus.base_gpu_id, slots));

@@ -6,7 +6,8 @@
 // copies each bucket out of the ring into its pooled buffer.
 //
 // Everything but the payload goes through a shared-memory control ring (ShmTransport, kCudaIpcControlBytes per
-// message): first a handshake per rank (exporter pid, physical GPU id, ring geometry, the 64-byte handle), then per
+// message): first a handshake per rank (exporter pid, physical GPU id and UUID, ring geometry, the 64-byte handle),
+// then per
 // bucket its entries and a slot message (which ring slot, how many bytes). So the control ring's properties carry
 // over unchanged: back-pressure, ordered delivery, failure texts, liveness of the peer process, cancel.
 //
@@ -21,7 +22,7 @@
 
 namespace wsb::refit {
 
-/// Capacity of one control message, bytes (the handshake is the largest: 96 B).
+/// Capacity of one control message, bytes (the handshake is the largest: 112 B).
 inline constexpr uint64_t kCudaIpcControlBytes = 256;
 
 /// GPUs of a cuda-ipc refit.
@@ -49,8 +50,9 @@ class CudaIpcTransport final : public Transport {
   /// for the copy), then sends the slot message. Errors as ShmTransport's, plus what DeviceIpc throws.
   SenderEndpoint& sender(int rank) override;
   /// receive(): imports the ring at the handshake, then copies each bucket out of its slot. Throws Error(State)
-  /// for a handshake from this very process, Error(Mismatch) for a ring of another bucket size or on an unexpected
-  /// GPU (local_gpu_id), Error(Format) for a malformed control message, all "refit: rank R: ...".
+  /// for a handshake from this very process, Error(Mismatch) for a ring of another bucket size, on an unexpected
+  /// GPU id (local_gpu_id) or on a GPU whose UUID is not the rank's, Error(Format) for a malformed control message,
+  /// and the device errors of the import and copies, all "refit: rank R: ...".
   ReceiverEndpoint& receiver(int rank) override;
 
  private:

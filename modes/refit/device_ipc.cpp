@@ -7,12 +7,12 @@
 namespace wsb::refit {
 
 int local_gpu_id(int rank, int physical, int base_gpu_id, int expected_local) {
-  const int local = physical - base_gpu_id;
   if (physical < base_gpu_id) {
     fail_rank(ErrorKind::Mismatch, rank,
               fmt::format("the sender's bucket ring is on physical GPU {}, below the engine's base_gpu_id {}", physical,
                           base_gpu_id));
   }
+  const int local = physical - base_gpu_id;  // no overflow: 0 <= physical - base_gpu_id <= physical
   if (local != expected_local) {
     fail_rank(ErrorKind::Mismatch, rank,
               fmt::format("the sender's bucket ring is on physical GPU {} (local GPU {} with base_gpu_id {}), but "

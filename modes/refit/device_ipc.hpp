@@ -47,16 +47,21 @@ class DeviceIpc {
   /// Allocates `bytes` on local device `device` and exports it. Throws Error(Resource) naming the bytes and device
   /// when refused (no device, out of memory), Error(Io) on another CUDA error.
   virtual std::unique_ptr<ExportedDeviceMemory> allocate(int device, uint64_t bytes) const = 0;
+  /// The GPU's identity, the same in every process whatever its device numbering (cudaDeviceProp::uuid, 16 B).
+  /// Throws Error(Io) naming the device when it cannot be queried.
+  virtual std::array<uint8_t, 16> device_uuid(int device) const = 0;
   /// Opens `handle` (`bytes` long, exported by another process) on local device `device`. Throws Error(Io) naming
   /// the CUDA error (a handle opened in its exporting process is refused by CUDA).
   virtual std::unique_ptr<ImportedDeviceMemory> open(int device, const IpcMemHandle& handle,
                                                      uint64_t bytes) const = 0;
 };
 
-/// GPU ids across processes. The sender names the GPU of a bucket ring by its physical id; the engine's local id
-/// of that GPU is physical - base_gpu_id (SGLang's base_gpu_id: engine TP rank r runs on GPU base_gpu_id + r of the
-/// host, local id r of the engine). Throws Error(Mismatch, "refit: rank R: ... physical GPU P ... base_gpu_id B
-/// ...") when P < B, or when P - B is not `expected_local`, the device engine TP rank `rank` lives on.
+/// GPU ids across processes. The sender names the GPU of a bucket ring by a physical id (its own device ordinal plus
+/// its base_gpu_id); the engine maps it to its local id, physical - base_gpu_id of the engine (SGLang's
+/// base_gpu_id: the host GPU the engine's local GPU 0 is). The two processes may number GPUs differently; the id
+/// says which ring belongs to which engine GPU, and the handshake's GPU UUID then proves it (CudaIpcTransport).
+/// Throws Error(Mismatch, "refit: rank R: ... physical GPU P ... base_gpu_id B ...") when P < B, or when P - B is
+/// not `expected_local`, the device engine TP rank `rank` lives on.
 int local_gpu_id(int rank, int physical, int base_gpu_id, int expected_local);
 
 }  // namespace wsb::refit

@@ -101,6 +101,13 @@ std::unique_ptr<ExportedDeviceMemory> HostDeviceIpc::allocate(int device, uint64
   return std::make_unique<Exported>(fd, bytes);
 }
 
+std::array<uint8_t, 16> HostDeviceIpc::device_uuid(int device) const {
+  std::array<uint8_t, 16> uuid{};
+  std::memcpy(uuid.data(), "wsbench-host-gpu", 16);
+  uuid[15] = static_cast<uint8_t>(device);
+  return uuid;
+}
+
 std::unique_ptr<ImportedDeviceMemory> HostDeviceIpc::open(int device, const IpcMemHandle& handle,
                                                           uint64_t bytes) const {
   HostHandle host{};

@@ -14,6 +14,8 @@ namespace wsb::refit {
 class HostDeviceIpc final : public DeviceIpc {
  public:
   std::string_view kind() const override { return "host"; }
+  /// "GPU" `device`'s UUID: the bytes "wsbench-host-gpu" with the device id in the last byte.
+  std::array<uint8_t, 16> device_uuid(int device) const override;
   /// Throws Error(Resource) naming the bytes when the memfd cannot be created or mapped.
   std::unique_ptr<ExportedDeviceMemory> allocate(int device, uint64_t bytes) const override;
   /// Throws Error(State) for a handle this process exported, Error(Io) naming the path when the exporter's fd

@@ -74,6 +74,25 @@ class FirstError {
     std::lock_guard lock(mu_);
     if (!first_) first_ = std::move(e);
   }
+  /// The sender side's own failure (a sender process that exited non-zero, with its reason) is appended to the
+  /// receivers' error, which usually came first but only says the stream ended.
+  void add_sender_failure(const std::exception_ptr& sender) {
+    std::lock_guard lock(mu_);
+    if (!first_) {
+      first_ = sender;
+      return;
+    }
+    try {
+      std::rethrow_exception(first_);
+    } catch (const Error& receiver) {
+      try {
+        std::rethrow_exception(sender);
+      } catch (const std::exception& s) {
+        first_ = std::make_exception_ptr(Error(receiver.kind(), fmt::format("{} ({})", receiver.what(), s.what())));
+      }
+    } catch (...) {
+    }
+  }
   void rethrow() const {
     if (first_) std::rethrow_exception(first_);
   }
@@ -168,7 +187,7 @@ void RefitMode::stream(PhaseLog& log) {
     });
   }
   for (auto& t : threads) t.join();
-  if (auto sender_failure = link->finish()) first.record(sender_failure);
+  if (auto sender_failure = link->finish()) first.add_sender_failure(sender_failure);
   first.rethrow();
   last_batches_ = aligner.batches_delivered();
   phase.add_bytes(aligner.bytes_delivered());

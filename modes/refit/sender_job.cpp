@@ -75,7 +75,9 @@ int text_memfd(const std::string& text) {
     const ssize_t n = write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
+      const int error = errno;
       close(fd);
+      errno = error;
       io_error("writing the job");
     }
     done += static_cast<size_t>(n);
@@ -91,7 +93,11 @@ std::string read_fd(int fd) {
   while (done < text.size()) {
     const ssize_t n = pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) io_error("reading the job");
+    if (n == 0) {
+      throw Error(ErrorKind::Truncated, fmt::format("refit: cuda-ipc sender job: the job ends at {} of {} B", done,
+                                                    text.size()));
+    }
+    if (n < 0) io_error("reading the job");
     done += static_cast<size_t>(n);
   }
   return text;
@@ -102,6 +108,15 @@ struct Mapping {
   void* data = nullptr;
   size_t bytes = 0;
   Mapping(int fd, size_t size) : bytes(size) {
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < size) {
+      const int error = errno;
+      close(fd);
+      throw Error(ErrorKind::Mismatch,
+                  fmt::format("refit: cuda-ipc sender job: weights region fd {} holds {} B, the job says {} B{}", fd,
+                              static_cast<uint64_t>(st.st_size), size,
+                              error != 0 ? fmt::format(" ({})", std::strerror(error)) : std::string()));
+    }
     data = mmap(nullptr, bytes == 0 ? 1 : bytes, PROT_READ, MAP_SHARED, fd, 0);
     const int error = errno;
     close(fd);  // the mapping keeps the memory
@@ -159,19 +174,24 @@ CudaIpcSenders::CudaIpcSenders(const fs::path& exe, std::string_view ipc_kind, c
   const int job = text_memfd(make_job(trainer, control, bucket_size_bytes, gpus, regions).dump());
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    const int error = errno;
     close(job);
+    errno = error;
     io_error("pipe2");
   }
   release_write_ = pipe_fds[1];
+  stderr_fd_ = memfd_create("wsbench-refit-sender-stderr", MFD_CLOEXEC);
   std::vector<int> fds{job, control.fd(), pipe_fds[0]};
   for (const HostBuffer* b : regions) fds.push_back(b->shared_fd());
   try {
-    process_ = std::make_unique<SenderProcess>(exe, std::vector<std::string>{"refit-sender", "--ipc", std::string(ipc_kind)}, fds);
+    process_ = std::make_unique<SenderProcess>(
+        exe, std::vector<std::string>{"refit-sender", "--ipc", std::string(ipc_kind)}, fds, stderr_fd_);
   } catch (...) {
     close(job);
     close(pipe_fds[0]);
     close(release_write_);
     release_write_ = -1;
+    if (stderr_fd_ >= 0) close(stderr_fd_);
     throw;
   }
   close(job);
@@ -180,7 +200,8 @@ CudaIpcSenders::CudaIpcSenders(const fs::path& exe, std::string_view ipc_kind, c
 
 CudaIpcSenders::~CudaIpcSenders() {
   if (release_write_ >= 0) close(release_write_);
-  // process_'s destructor kills the process if it still runs (it exits by itself once the pipe is closed).
+  process_.reset();  // kills the process if it still runs
+  if (stderr_fd_ >= 0) close(stderr_fd_);
 }
 
 void CudaIpcSenders::release_and_join() {
@@ -188,7 +209,17 @@ void CudaIpcSenders::release_and_join() {
     close(release_write_);
     release_write_ = -1;
   }
-  process_->join();
+  try {
+    process_->join();
+  } catch (const Error& e) {
+    // The process's own reason (it prints one line per failure) is what a user needs to see.
+    std::string text = stderr_fd_ >= 0 ? read_fd(stderr_fd_) : std::string();
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    const size_t line = text.rfind('\n');
+    if (line != std::string::npos) text = text.substr(line + 1);
+    if (text.empty()) throw;
+    throw Error(e.kind(), fmt::format("{}: {}", e.what(), text));
+  }
 }
 
 int run_sender_job(const DeviceIpc& ipc) {
@@ -223,7 +254,7 @@ int run_sender_job(const DeviceIpc& ipc) {
         spec.shape = w.at("shape").get<Shape>();
         const Mapping& m = *mappings.at(w.at("region").get<size_t>());
         const uint64_t offset = w.at("offset").get<uint64_t>();
-        if (offset + spec.bytes() > m.bytes) {
+        if (offset > m.bytes || spec.bytes() > m.bytes - offset) {
           throw Error(ErrorKind::Format, fmt::format("weight '{}' lies beyond its {} B region", spec.name, m.bytes));
         }
         weights.push_back(ShardWeight{spec, {static_cast<const uint8_t*>(m.data) + offset, spec.bytes()}});

@@ -35,7 +35,8 @@ class CudaIpcSenders {
   /// buffer, Error(Io/Resource) when the job cannot be written or the process started.
   CudaIpcSenders(const std::filesystem::path& exe, std::string_view ipc_kind, const TrainerSim& trainer,
                  ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus);
-  /// Closes the release pipe (the process then exits on its own) and kills it if it still runs.
+  /// Closes the release pipe and kills the process (SIGKILL) if it has not exited yet: an error path, where nothing
+  /// waits for a clean exit.
   ~CudaIpcSenders();
   CudaIpcSenders(const CudaIpcSenders&) = delete;
   CudaIpcSenders& operator=(const CudaIpcSenders&) = delete;
@@ -43,11 +44,12 @@ class CudaIpcSenders {
   /// True while the process runs (the control rings' sender liveness).
   bool alive() { return process_->alive(); }
   /// Call once every import of the process's rings is closed: signals release, waits for the exit. Throws what
-  /// SenderProcess::join throws (a non-zero status or a signal).
+  /// SenderProcess::join throws (a non-zero status or a signal), with the last line the process wrote to stderr.
   void release_and_join();
 
  private:
   int release_write_ = -1;
+  int stderr_fd_ = -1;  // memfd the process's stderr goes to
   std::unique_ptr<SenderProcess> process_;
 };
 

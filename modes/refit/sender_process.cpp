@@ -43,7 +43,7 @@ SenderProcess::SenderProcess(int ranks, const std::function<void(int rank)>& sen
 }
 
 SenderProcess::SenderProcess(const std::filesystem::path& exe, const std::vector<std::string>& args,
-                             const std::vector<int>& fds) {
+                             const std::vector<int>& fds, int stderr_fd) {
   const auto fail = [&exe](const char* what, int error) {
     return Error(ErrorKind::Io, fmt::format("refit: cannot start the sender process {}: {}: {}", exe.string(), what,
                                             std::strerror(error)));
@@ -68,6 +68,10 @@ SenderProcess::SenderProcess(const std::filesystem::path& exe, const std::vector
   for (size_t i = 0; i < high.size(); ++i) {
     posix_spawn_file_actions_adddup2(&actions, high[i], 3 + static_cast<int>(i));  // dup2 clears close-on-exec
   }
+  if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+  // Nothing else of this process's: pipes and sockets opened without close-on-exec stay out of the child (glibc
+  // 2.34's closefrom action).
+  posix_spawn_file_actions_addclosefrom_np(&actions, first_free);
   std::vector<std::string> argv_strings{exe.string()};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;

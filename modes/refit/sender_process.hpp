@@ -21,8 +21,10 @@ class SenderProcess {
   SenderProcess(int ranks, const std::function<void(int rank)>& send);
   /// Starts `exe` with `args` (argv[1..]) as a fresh process (posix_spawn: no copy of this process's threads or
   /// CUDA context, which a forked child could not use), the environment inherited, and `fds[i]` open as fd 3 + i
-  /// in the child (the parent's stay open). Throws Error(Io) naming the executable and errno when it cannot start.
-  SenderProcess(const std::filesystem::path& exe, const std::vector<std::string>& args, const std::vector<int>& fds);
+  /// in the child (the parent's stay open), and nothing else of this process's beyond 0-2; with `stderr_fd` >= 0 the
+  /// child's stderr goes there. Throws Error(Io) naming the executable and errno when it cannot start.
+  SenderProcess(const std::filesystem::path& exe, const std::vector<std::string>& args, const std::vector<int>& fds,
+                int stderr_fd = -1);
   /// Kills the child (SIGKILL) when it still runs, and reaps it. Never throws.
   ~SenderProcess();
   SenderProcess(const SenderProcess&) = delete;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "modes/refit/cuda_ipc_transport.hpp"
 #include "modes/refit/host_device_ipc.hpp"
@@ -92,6 +93,36 @@ class SlowTransport final : public Transport {
   std::vector<Slow> receivers_;
 };
 
+/// The host stand-in, with every import's read() delayed by `delay` before it copies: the receiver is slowest
+/// exactly where a reused slot would hurt (after its control slot was freed, before the bucket is copied out).
+class SlowReadIpc final : public DeviceIpc {
+ public:
+  SlowReadIpc(const HostDeviceIpc& inner, std::chrono::microseconds delay) : inner_(inner), delay_(delay) {}
+  std::string_view kind() const override { return "host"; }
+  std::array<uint8_t, 16> device_uuid(int device) const override { return inner_.device_uuid(device); }
+  std::unique_ptr<ExportedDeviceMemory> allocate(int device, uint64_t bytes) const override {
+    return inner_.allocate(device, bytes);
+  }
+  std::unique_ptr<ImportedDeviceMemory> open(int device, const IpcMemHandle& handle, uint64_t bytes) const override {
+    struct Slow final : ImportedDeviceMemory {
+      std::unique_ptr<ImportedDeviceMemory> in;
+      std::chrono::microseconds delay;
+      void read(uint64_t offset, std::span<uint8_t> dst) override {
+        std::this_thread::sleep_for(delay);
+        in->read(offset, dst);
+      }
+    };
+    auto slow = std::make_unique<Slow>();
+    slow->in = inner_.open(device, handle, bytes);
+    slow->delay = delay_;
+    return slow;
+  }
+
+ private:
+  const HostDeviceIpc& inner_;
+  std::chrono::microseconds delay_;
+};
+
 CudaIpcGpus gpus_of(int ranks, int base_gpu_id = 0) {
   CudaIpcGpus g;
   for (int r = 0; r < ranks; ++r) g.rank_devices.push_back(r);
@@ -101,8 +132,9 @@ CudaIpcGpus gpus_of(int ranks, int base_gpu_id = 0) {
 
 /// One refit: the child exports and streams every rank of `shards`; this process imports, receives and checks.
 RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes, const CudaIpcGpus& gpus,
-                              std::chrono::microseconds receive_delay = 0us) {
+                              std::chrono::microseconds receive_delay = 0us, std::chrono::microseconds read_delay = 0us) {
   const HostDeviceIpc ipc;
+  const SlowReadIpc slow_ipc(ipc, read_delay);
   const int ranks = static_cast<int>(shards.specs.size());
   ShmTransport control(ranks, kCudaIpcControlBytes);
   ReleasePipe release;
@@ -115,7 +147,7 @@ RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes, const
   control.set_sender_alive(child.liveness());
   RunRecord rec;
   {
-    CudaIpcTransport transport(control, bucket_bytes, ipc, gpus);
+    CudaIpcTransport transport(control, bucket_bytes, slow_ipc, gpus);
     SlowTransport slow(transport, receive_delay);
     hang_guard([&] { rec = receive_and_check(shards, bucket_bytes, slow); }, 30);
     std::vector<int> opened = ipc.opened_devices();
@@ -186,14 +218,19 @@ TEST(RefitCudaIpcTransport, CrossProcessRandomLayoutsDeliverEveryWeightOnceInOrd
 }
 
 TEST(RefitCudaIpcTransport, SlowReceiverNeverReadsARingSlotTheSenderReused) {
-  // Forty 1000 B weights per rank, one per 1024 B bucket: 40 buckets through a ring of 4 slots per rank, the
-  // receiver 2 ms behind on every bucket, so the sender is always as far ahead as the control ring lets it.
+  // Forty 1000 B weights per rank, one per 1024 B bucket: 40 buckets through a ring of 4 slots per rank, so the
+  // sender is always as far ahead as the control ring lets it. The receiver is slow once before each receive, and
+  // once more inside the device copy, after the control slot was freed: the window a reused slot would fall in.
   const auto shards = make_shards(equal_specs(2, 40, 1000));
   ASSERT_EQ(CudaIpcTransport::device_slots(2), 4u);
-  const RunRecord rec = cross_process_refit(shards, 1024, gpus_of(2), 2000us);
-  EXPECT_EQ(rec.names, names_upto(40));
-  EXPECT_EQ(rec.bytes, 80000u);
-  EXPECT_EQ(rec.transport_batches, (std::vector<uint64_t>{40, 40}));
+  for (const auto [before, inside] : {std::pair{2000us, 0us}, std::pair{0us, 2000us}}) {
+    SCOPED_TRACE("delay before receive " + std::to_string(before.count()) + " us, inside the copy " +
+                 std::to_string(inside.count()) + " us");
+    const RunRecord rec = cross_process_refit(shards, 1024, gpus_of(2), before, inside);
+    EXPECT_EQ(rec.names, names_upto(40));
+    EXPECT_EQ(rec.bytes, 80000u);
+    EXPECT_EQ(rec.transport_batches, (std::vector<uint64_t>{40, 40}));
+  }
 }
 
 TEST(RefitCudaIpcTransport, BaseGpuIdMapsThePhysicalIdsOfTheHandshakeToLocalIds) {
@@ -235,6 +272,36 @@ TEST(RefitCudaIpcTransport, ARingOnAnotherGpuIsRefusedAtTheHandshake) {
     EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
               "mismatch: refit: rank 0: the sender's bucket ring is on physical GPU 1 (local GPU 1 with base_gpu_id "
               "0), but engine TP rank 0 lives on local GPU 0");
+  });
+  EXPECT_TRUE(ipc.opened_devices().empty());
+  transport.receiver(0).cancel("wrong GPU");
+  release.release();
+  EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+}
+
+TEST(RefitCudaIpcTransport, ARingWhoseGpuUuidIsNotTheRanksIsRefusedEvenWhenTheIdsAgree) {
+  // The sender counts from base 1 and allocates on its device 0 (physical 1); the engine counts from base 0, so
+  // physical 1 is its local GPU 1 -- the rank's -- but the ring is on the other GPU: the UUIDs tell.
+  const HostDeviceIpc ipc;
+  ShmTransport control(1, kCudaIpcControlBytes);
+  const auto shards = make_shards(equal_specs(1, 3, 100));
+  ReleasePipe release;
+  ChildProcess child([&] {
+    control.set_receiver_alive(parent_alive());
+    CudaIpcTransport transport(control, 1024, ipc, CudaIpcGpus{.rank_devices = {0}, .base_gpu_id = 1});
+    try {
+      stream_shard(0, shards.weights(0), 1024, transport);
+    } catch (const Error&) {
+    }
+    release.wait();
+  });
+  control.set_sender_alive(child.liveness());
+  CudaIpcTransport transport(control, 1024, ipc, CudaIpcGpus{.rank_devices = {1}, .base_gpu_id = 0});
+  std::vector<uint8_t> into(1024);
+  hang_guard([&] {
+    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
+              "mismatch: refit: rank 0: cuda-ipc: the sender's bucket ring (physical GPU 1) is not on engine TP rank "
+              "0's local GPU 1: their GPU UUIDs differ (check base_gpu_id and the GPUs both processes see)");
   });
   EXPECT_TRUE(ipc.opened_devices().empty());
   transport.receiver(0).cancel("wrong GPU");
@@ -300,23 +367,24 @@ TEST(RefitCudaIpcTransport, AMalformedHandshakeOrSlotMessageIsAFormatErrorNaming
   EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
             "format: refit: rank 0: cuda-ipc: control message of 5 B is not a handshake");
   // Rank 1: a handshake of the right size but another magic.
-  control.sender(1).send(Bucket{.entries = {}, .payload = std::vector<uint8_t>(96, 0)});
+  control.sender(1).send(Bucket{.entries = {}, .payload = std::vector<uint8_t>(112, 0)});
   EXPECT_EQ(error_of([&] { transport.receiver(1).receive(into); }),
-            "format: refit: rank 1: cuda-ipc: control message of 96 B is not a handshake");
+            "format: refit: rank 1: cuda-ipc: control message of 112 B is not a handshake");
 }
 
 TEST(RefitCudaIpcTransport, ASenderThatExitsAfterTheHandshakeFailsTheStreamNotHangsIt) {
   const HostDeviceIpc ipc;
   ShmTransport control(1, kCudaIpcControlBytes);
   const auto shards = make_shards(equal_specs(1, 10, 1000));
+  ReleasePipe imported;
   ChildProcess child([&] {
     CudaIpcTransport transport(control, 1024, ipc, gpus_of(1));
     Bucket b;
     b.entries = {{shards.specs[0][0], 0, 1000}};
     b.payload = shards.data[0][0];
     transport.sender(0).send(std::move(b));
-    std::this_thread::sleep_for(200ms);  // let the parent import before the exporter's fd goes away
-    _exit(0);                            // no finish(): the trainer died
+    imported.wait();  // the parent has imported the ring and read the bucket
+    _exit(0);         // no finish(): the trainer died
   });
   control.set_sender_alive(child.liveness());
   CudaIpcTransport transport(control, 1024, ipc, gpus_of(1));
@@ -326,6 +394,7 @@ TEST(RefitCudaIpcTransport, ASenderThatExitsAfterTheHandshakeFailsTheStreamNotHa
     EXPECT_FALSE(first.end);
     EXPECT_EQ(first.payload_bytes, 1000u);
     EXPECT_TRUE(std::equal(shards.data[0][0].begin(), shards.data[0][0].end(), into.begin()));
+    imported.release();
     EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
               "io: refit: rank 0: transport failed mid-stream: sender process exited before finishing the stream");
   });
