@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -199,6 +201,37 @@ TEST_F(RefitModeTest, UnknownTransportIsRefusedAtSetup) {
   o.refit_transport = "carrier-pigeon";
   test::expect_error([&] { Engine engine(o); }, ErrorKind::Format,
                      {"refit mode: transport 'carrier-pigeon' is unknown (known: inproc, shm, cuda-ipc)"});
+}
+
+TEST_F(RefitModeTest, ASenderProcessThatFailsBeforeStreamingReportsItsStatusAndLastStderrLine) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the TSan build does not build wsbench, the cuda-ipc sender process";
+#endif
+  // A stand-in sender executable that fails at setup, as a refit-sender that finds no GPU would.
+  const auto exe = dir_ / "failing-sender";
+  {
+    std::ofstream script(exe);
+    script << "#!/bin/sh\necho 'starting' >&2\necho 'sender setup failed: no GPU 7' >&2\nexit 3\n";
+  }
+  std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+  transport_ = "cuda-ipc";
+  SyncContext c = context(0);
+  c.refit_sender_exe = exe;
+  refit::RefitMode mode(std::move(c));
+  PhaseLog log;
+  mode.on_native_load(CheckpointReader(Store(store()).update_dir(0)), 0, log);
+  try {
+    mode.prepare(0, 1, log);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io);
+    EXPECT_TRUE(std::regex_match(std::string(e.what()),
+                                 std::regex("refit: rank [01]: transport failed mid-stream: sender process exited "
+                                            "before finishing the stream \\(refit: sender process [0-9]+ exited with "
+                                            "status 3: sender setup failed: no GPU 7\\)")))
+        << e.what();
+  }
+  EXPECT_EQ(mode.prepared_version(), std::nullopt);
 }
 
 TEST_F(RefitModeTest, CudaIpcOnTheCpuBackendIsRefusedAtSetup) {

@@ -223,7 +223,7 @@ TEST(RefitCudaIpcTransport, SlowReceiverNeverReadsARingSlotTheSenderReused) {
   // once more inside the device copy, after the control slot was freed: the window a reused slot would fall in.
   const auto shards = make_shards(equal_specs(2, 40, 1000));
   ASSERT_EQ(CudaIpcTransport::device_slots(2), 4u);
-  for (const auto [before, inside] : {std::pair{2000us, 0us}, std::pair{0us, 2000us}}) {
+  for (const auto& [before, inside] : {std::pair{2000us, 0us}, std::pair{0us, 2000us}}) {
     SCOPED_TRACE("delay before receive " + std::to_string(before.count()) + " us, inside the copy " +
                  std::to_string(inside.count()) + " us");
     const RunRecord rec = cross_process_refit(shards, 1024, gpus_of(2), before, inside);
