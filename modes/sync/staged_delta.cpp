@@ -97,8 +97,10 @@ uint64_t pack_deltas(std::span<const StorageDelta* const> deltas, std::span<cons
     store64(table + kSegmentBytes * i + 8, first);
     store64(table + kSegmentBytes * i + 16, d.positions.size());
     store64(table + kSegmentBytes * i + 24, d.storage_bytes);
-    std::memcpy(positions + 4 * first, d.positions.data(), 4 * d.positions.size());
-    std::memcpy(values + 4 * first, d.values.data(), 4 * d.values.size());
+    // An unchanged storage has no positions: memcpy from the empty vectors' null data() is undefined even for
+    // 0 bytes (UBSan reports it).
+    if (!d.positions.empty()) std::memcpy(positions + 4 * first, d.positions.data(), 4 * d.positions.size());
+    if (!d.values.empty()) std::memcpy(values + 4 * first, d.values.data(), 4 * d.values.size());
     first += d.positions.size();
   }
   return digest64(out);
