@@ -11,14 +11,6 @@
 namespace wsb {
 namespace {
 
-/// [offset, offset + bytes) within an allocation of `size` bytes, else Error(Mismatch) naming `what`.
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
-  if (offset > size || bytes > size - offset) {
-    throw Error(ErrorKind::Mismatch, fmt::format("cuda ipc: {} of [{}, {}) outside the {} B ring", what, offset,
-                                                 offset + bytes, size));
-  }
-}
-
 /// One stream of `device`, destroyed with its owner.
 class Stream {
  public:
@@ -56,7 +48,7 @@ class Exported final : public refit::ExportedDeviceMemory {
   ~Exported() override { cuda_ops::device_free(device_, data_); }
   refit::IpcMemHandle handle() const override { return handle_; }
   void write(uint64_t offset, std::span<const uint8_t> src) override {
-    check_range("write", offset, src.size(), bytes_);
+    refit::check_ring_range("cuda ipc", "write", offset, src.size(), bytes_);
     if (src.empty()) return;
     cuda_ops::copy_h2d_async(device_, static_cast<uint8_t*>(data_) + offset, src.data(), src.size(), stream_.get(),
                              "cuda ipc: bucket into the ring");
@@ -80,7 +72,7 @@ class Imported final : public refit::ImportedDeviceMemory {
         data_(cuda_ops::ipc_open_handle(device, handle.bytes.data(), "cuda ipc: importing a bucket ring")) {}
   ~Imported() override { cuda_ops::ipc_close_handle(device_, data_); }
   void read(uint64_t offset, std::span<uint8_t> dst) override {
-    check_range("read", offset, dst.size(), bytes_);
+    refit::check_ring_range("cuda ipc", "read", offset, dst.size(), bytes_);
     if (dst.empty()) return;
     cuda_ops::copy_d2h_async(device_, dst.data(), static_cast<const uint8_t*>(data_) + offset, dst.size(),
                              stream_.get(), "cuda ipc: bucket out of the ring");

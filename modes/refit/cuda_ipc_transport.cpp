@@ -150,28 +150,24 @@ class CudaIpcTransport::Channel final : public SenderEndpoint, public ReceiverEn
                             hello.slots, hello.slot_bytes, slots_, bucket_bytes_));
     }
     const int local = local_gpu_id(rank_, hello.physical_gpu, base_gpu_id_, device_);
-    on_rank([&] {
-      if (ipc_.device_uuid(local) != hello.gpu_uuid) {
-        fail_rank(ErrorKind::Mismatch, rank_,
-                  fmt::format("cuda-ipc: the sender's bucket ring (physical GPU {}) is not on engine TP rank {}'s "
-                              "local GPU {}: their GPU UUIDs differ (check base_gpu_id and the GPUs both processes "
-                              "see)",
-                              hello.physical_gpu, rank_, local));
-      }
-      imported_ = ipc_.open(local, IpcMemHandle{hello.handle}, slots_ * bucket_bytes_);
-    });
+    std::array<uint8_t, 16> uuid{};
+    on_rank([&] { uuid = ipc_.device_uuid(local); });
+    if (uuid != hello.gpu_uuid) {
+      fail_rank(ErrorKind::Mismatch, rank_,
+                fmt::format("cuda-ipc: the sender's bucket ring (physical GPU {}) is not on engine TP rank {}'s "
+                            "local GPU {}: their GPU UUIDs differ (check base_gpu_id and the GPUs both processes see)",
+                            hello.physical_gpu, rank_, local));
+    }
+    on_rank([&] { imported_ = ipc_.open(local, IpcMemHandle{hello.handle}, slots_ * bucket_bytes_); });
   }
 
-  /// Runs `fn`; a device error it throws is raised again naming this rank (the text "refit: rank R: ..." every
-  /// refit error has), a rank error passes through.
+  /// Runs `fn`, a DeviceIpc call, raising its error again with the text every refit error has ("refit: rank R:").
   template <class Fn>
   void on_rank(Fn&& fn) const {
     try {
       fn();
     } catch (const Error& e) {
-      const std::string text = e.what();
-      if (text.rfind("refit: rank ", 0) == 0) throw;
-      fail_rank(e.kind(), rank_, "cuda-ipc: " + text);
+      fail_rank(e.kind(), rank_, std::string("cuda-ipc: ") + e.what());
     }
   }
 

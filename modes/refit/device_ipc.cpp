@@ -22,4 +22,12 @@ int local_gpu_id(int rank, int physical, int base_gpu_id, int expected_local) {
   return local;
 }
 
+void check_ring_range(std::string_view owner, std::string_view what, uint64_t offset, uint64_t bytes,
+                      uint64_t size) {
+  if (offset > size || bytes > size - offset) {
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("{}: {} of [{}, {}) outside the {} B ring", owner, what, offset, offset + bytes, size));
+  }
+}
+
 }  // namespace wsb::refit

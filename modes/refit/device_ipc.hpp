@@ -64,4 +64,9 @@ class DeviceIpc {
 /// not `expected_local`, the device engine TP rank `rank` lives on.
 int local_gpu_id(int rank, int physical, int base_gpu_id, int expected_local);
 
+/// For DeviceIpc implementations: throws Error(Mismatch, "<owner>: <what> of [offset, offset + bytes) outside the
+/// <size> B ring") unless the range lies within a ring of `size` bytes.
+void check_ring_range(std::string_view owner, std::string_view what, uint64_t offset, uint64_t bytes,
+                      uint64_t size);
+
 }  // namespace wsb::refit

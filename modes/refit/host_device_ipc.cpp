@@ -23,13 +23,6 @@ struct HostHandle {
 };
 static_assert(sizeof(HostHandle) <= sizeof(IpcMemHandle::bytes));
 
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
-  if (offset > size || bytes > size - offset) {
-    throw Error(ErrorKind::Mismatch, fmt::format("host ipc: {} of [{}, {}) outside the {} B ring", what, offset,
-                                                 offset + bytes, size));
-  }
-}
-
 /// A shared mapping of `fd` (bytes long); unmapped and closed with the owner.
 class Mapped {
  public:
@@ -68,7 +61,7 @@ class Exported final : public ExportedDeviceMemory {
     return h;
   }
   void write(uint64_t offset, std::span<const uint8_t> src) override {
-    check_range("write", offset, src.size(), map_.bytes());
+    check_ring_range("host ipc", "write", offset, src.size(), map_.bytes());
     if (!src.empty()) std::memcpy(map_.data() + offset, src.data(), src.size());
   }
 
@@ -80,7 +73,7 @@ class Imported final : public ImportedDeviceMemory {
  public:
   Imported(int fd, uint64_t bytes) : map_(fd, bytes, "importing a ring") {}
   void read(uint64_t offset, std::span<uint8_t> dst) override {
-    check_range("read", offset, dst.size(), map_.bytes());
+    check_ring_range("host ipc", "read", offset, dst.size(), map_.bytes());
     if (!dst.empty()) std::memcpy(dst.data(), map_.data() + offset, dst.size());
   }
 

@@ -16,6 +16,17 @@
 namespace wsb::refit {
 namespace {
 
+/// Runs `end` (a sender side's wind-down); what it throws, or null.
+template <class Fn>
+std::exception_ptr failure_of(Fn&& end) noexcept {
+  try {
+    end();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 /// Sender threads in this process.
 class InProcLink final : public RefitLink {
  public:
@@ -62,12 +73,8 @@ class ShmLink final : public RefitLink {
   }
   Transport& transport() override { return transport_; }
   std::exception_ptr finish() noexcept override {
-    try {
-      process_->join();  // a stream that ended cleanly and a sender that then crashed still fails the refit
-    } catch (...) {
-      return std::current_exception();
-    }
-    return nullptr;
+    // A stream that ended cleanly and a sender that then crashed still fails the refit.
+    return failure_of([this] { process_->join(); });
   }
 
  private:
@@ -92,12 +99,7 @@ class CudaIpcLink final : public RefitLink {
   Transport& transport() override { return *transport_; }
   std::exception_ptr finish() noexcept override {
     transport_.reset();
-    try {
-      senders_->release_and_join();
-    } catch (...) {
-      return std::current_exception();
-    }
-    return nullptr;
+    return failure_of([this] { senders_->release_and_join(); });
   }
 
  private:

@@ -15,36 +15,39 @@
 #include "models/core/errors.hpp"
 #include "models/profile/hf_config_write.hpp"
 #include "models/profile/profile.hpp"
+#include "tests/models/checkpoint_test_util.hpp"
 #include "tests/support/profile_dims.hpp"
 
 namespace wsb {
 namespace {
 
 namespace fs = std::filesystem;
+
 using nlohmann::json;
+
+/// The compressed-tensors channel-FP8 quantization_config wsbench writes for fp8-channel profiles, with `ignore`
+/// (the unquantized modules) as given.
+json channel_fp8_quantization_config(const json& ignore) {
+  json q = json::parse(R"({
+      "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
+      "config_groups": {"group_0": {
+        "targets": ["Linear"],
+        "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": true, "dynamic": false,
+                    "group_size": null},
+        "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "symmetric": true,
+                              "dynamic": true, "group_size": null},
+        "output_activations": null}},
+      "kv_cache_scheme": null})");
+  q["ignore"] = ignore;
+  return q;
+}
 
 const fs::path kProfiles = WSB_PROFILES_DIR;
 const fs::path kHfTiny = fs::path(WSB_FIXTURES_DIR) / "hf-llama-tiny";
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "wsb-hfcfg-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+using testutil::read_bytes;
+using testutil::TempDir;
+using testutil::write_bytes;
 
 ModelProfile profile(const std::string& id) { return find_profile(id, kProfiles); }
 
@@ -75,7 +78,7 @@ TEST(HfConfigWrite, LlamaTinyKeys) {
 TEST(HfConfigWrite, GlmTinyKeysAndCompressedTensorsChannelFp8) {
   // glm-tiny-fp8: layer 0 dense, layers 1-2 MoE; fp8-channel = compressed-tensors FP8 weights per output channel
   // (weight_scale [out, 1]) with dynamic per-token activations; lm_head and the MoE routers stay BF16.
-  expect_json(hf_config_json(profile("glm-tiny-fp8")), json::parse(R"({
+  json tiny = json::parse(R"({
     "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe",
     "hidden_size": 128, "intermediate_size": 96, "num_hidden_layers": 3, "num_attention_heads": 8,
     "num_key_value_heads": 4, "head_dim": 16, "vocab_size": 512, "rope_theta": 1000000.0, "rms_norm_eps": 1e-05,
@@ -83,18 +86,10 @@ TEST(HfConfigWrite, GlmTinyKeysAndCompressedTensorsChannelFp8) {
     "torch_dtype": "bfloat16", "partial_rotary_factor": 0.5, "attention_bias": true,
     "moe_intermediate_size": 48, "n_routed_experts": 8, "n_shared_experts": 1, "num_experts_per_tok": 2,
     "first_k_dense_replace": 1, "norm_topk_prob": true, "routed_scaling_factor": 1.0,
-    "n_group": 1, "topk_group": 1, "use_qk_norm": false, "num_nextn_predict_layers": 0,
-    "quantization_config": {
-      "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
-      "config_groups": {"group_0": {
-        "targets": ["Linear"],
-        "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": true, "dynamic": false,
-                    "group_size": null},
-        "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "symmetric": true,
-                              "dynamic": true, "group_size": null},
-        "output_activations": null}},
-      "ignore": ["lm_head", "model.layers.1.mlp.gate", "model.layers.2.mlp.gate"],
-      "kv_cache_scheme": null}})"));
+    "n_group": 1, "topk_group": 1, "use_qk_norm": false, "num_nextn_predict_layers": 0})");
+  tiny["quantization_config"] =
+      channel_fp8_quantization_config(json::array({"lm_head", "model.layers.1.mlp.gate", "model.layers.2.mlp.gate"}));
+  expect_json(hf_config_json(profile("glm-tiny-fp8")), tiny);
 }
 
 TEST(HfConfigWrite, KimiTinyIsTheKimiK25WrapperWithModelOptNvfp4) {
@@ -166,18 +161,8 @@ TEST(HfConfigWrite, Glm45AirFullSizeMatchesTheUpstreamConfigValues) {
     "torch_dtype": "bfloat16", "partial_rotary_factor": 0.5, "attention_bias": true,
     "moe_intermediate_size": 1408, "n_routed_experts": 128, "n_shared_experts": 1, "num_experts_per_tok": 8,
     "first_k_dense_replace": 1, "norm_topk_prob": true, "routed_scaling_factor": 1.0,
-    "n_group": 1, "topk_group": 1, "use_qk_norm": false, "num_nextn_predict_layers": 0,
-    "quantization_config": {
-      "quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed",
-      "config_groups": {"group_0": {
-        "targets": ["Linear"],
-        "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": true, "dynamic": false,
-                    "group_size": null},
-        "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "symmetric": true,
-                              "dynamic": true, "group_size": null},
-        "output_activations": null}},
-      "kv_cache_scheme": null}})");
-  expected["quantization_config"]["ignore"] = ignore;
+    "n_group": 1, "topk_group": 1, "use_qk_norm": false, "num_nextn_predict_layers": 0})");
+  expected["quantization_config"] = channel_fp8_quantization_config(ignore);
   expect_json(hf_config_json(profile("glm-4.5-air-fp8")), expected);
 }
 
@@ -214,8 +199,8 @@ TEST(HfConfigWrite, TextIsTheSortedDumpWithANewline) {
 void expect_llama_round_trip(const ModelProfile& p) {
   SCOPED_TRACE(p.id);
   TempDir dir;
-  write_bytes(dir.path / "config.json", hf_config_text(p));
-  const ModelProfile back = profile_from_hf_dir(dir.path);
+  write_bytes(dir / "config.json", hf_config_text(p));
+  const ModelProfile back = profile_from_hf_dir(dir.path());
   test::expect_same_dims(back.dims, p.dims);
   EXPECT_EQ(back.family, p.family);
   EXPECT_EQ(back.quantization, p.quantization);

@@ -66,6 +66,22 @@ inline Shards make_shards(std::vector<std::vector<TensorSpec>> specs, bool fill_
   return s;
 }
 
+/// Every rank: `weights` U8 weights of `bytes` B each (identical bucket plans on every rank).
+inline std::vector<std::vector<TensorSpec>> equal_specs(int ranks, size_t weights, int64_t bytes) {
+  std::vector<std::vector<TensorSpec>> specs(static_cast<size_t>(ranks));
+  for (auto& rank : specs) {
+    for (size_t i = 0; i < weights; ++i) rank.push_back({fmt_name(i), DType::U8, {bytes}});
+  }
+  return specs;
+}
+
+/// fmt_name(0) .. fmt_name(n - 1): the global weight order of n weights.
+inline std::vector<std::string> names_upto(size_t n) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(fmt_name(i));
+  return out;
+}
+
 /// `weights` weights over `ranks` ranks: one dtype per weight (from a mixed set), rank-dependent row counts
 /// (uneven shards), every weight at most `max_bytes`.
 inline std::vector<std::vector<TensorSpec>> random_specs(std::mt19937& rng, int ranks, size_t weights,

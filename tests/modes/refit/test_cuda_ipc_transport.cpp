@@ -161,20 +161,6 @@ RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes, const
   return rec;
 }
 
-std::vector<std::vector<TensorSpec>> equal_specs(int ranks, size_t weights, int64_t bytes) {
-  std::vector<std::vector<TensorSpec>> specs(static_cast<size_t>(ranks));
-  for (auto& rank : specs) {
-    for (size_t i = 0; i < weights; ++i) rank.push_back({fmt_name(i), DType::U8, {bytes}});
-  }
-  return specs;
-}
-
-std::vector<std::string> names_upto(size_t n) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(fmt_name(i));
-  return out;
-}
-
 /// The Error `fn` throws, as "<kind>: <text>" ("" when none).
 std::string error_of(const std::function<void()>& fn) {
   try {
@@ -250,90 +236,56 @@ TEST(RefitCudaIpcTransport, LocalGpuIdRefusesAPhysicalIdBelowTheBaseOrOnAnotherR
             "but engine TP rank 1 lives on local GPU 1");
 }
 
-TEST(RefitCudaIpcTransport, ARingOnAnotherGpuIsRefusedAtTheHandshake) {
+/// The sender process (bucket `sender_bucket`, `sender_gpus`) streams three small weights; this process's receiver
+/// (`receiver_bucket`, `receiver_gpus`) gets its handshake. Returns the receiver's error; checks that nothing was
+/// imported and that the sender, released, exits cleanly.
+std::string handshake_error(uint64_t sender_bucket, const CudaIpcGpus& sender_gpus, uint64_t receiver_bucket,
+                            const CudaIpcGpus& receiver_gpus) {
   const HostDeviceIpc ipc;
   ShmTransport control(1, kCudaIpcControlBytes);
   const auto shards = make_shards(equal_specs(1, 3, 100));
   ReleasePipe release;
   ChildProcess child([&] {
     control.set_receiver_alive(parent_alive());
-    CudaIpcTransport transport(control, 1024, ipc, CudaIpcGpus{.rank_devices = {1}, .base_gpu_id = 0});
+    CudaIpcTransport transport(control, sender_bucket, ipc, sender_gpus);
     try {
-      stream_shard(0, shards.weights(0), 1024, transport);
+      stream_shard(0, shards.weights(0), sender_bucket, transport);
     } catch (const Error&) {
       // the receiver gave up: expected
     }
     release.wait();
   });
   control.set_sender_alive(child.liveness());
-  CudaIpcTransport transport(control, 1024, ipc, gpus_of(1));
-  std::vector<uint8_t> into(1024);
-  hang_guard([&] {
-    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
-              "mismatch: refit: rank 0: the sender's bucket ring is on physical GPU 1 (local GPU 1 with base_gpu_id "
-              "0), but engine TP rank 0 lives on local GPU 0");
-  });
+  CudaIpcTransport transport(control, receiver_bucket, ipc, receiver_gpus);
+  std::vector<uint8_t> into(receiver_bucket);
+  std::string error;
+  hang_guard([&] { error = error_of([&] { transport.receiver(0).receive(into); }); });
   EXPECT_TRUE(ipc.opened_devices().empty());
-  transport.receiver(0).cancel("wrong GPU");
+  transport.receiver(0).cancel("refused at the handshake");
   release.release();
   EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+  return error;
+}
+
+TEST(RefitCudaIpcTransport, ARingOnAnotherGpuIsRefusedAtTheHandshake) {
+  EXPECT_EQ(handshake_error(1024, CudaIpcGpus{.rank_devices = {1}, .base_gpu_id = 0}, 1024, gpus_of(1)),
+            "mismatch: refit: rank 0: the sender's bucket ring is on physical GPU 1 (local GPU 1 with base_gpu_id "
+            "0), but engine TP rank 0 lives on local GPU 0");
 }
 
 TEST(RefitCudaIpcTransport, ARingWhoseGpuUuidIsNotTheRanksIsRefusedEvenWhenTheIdsAgree) {
   // The sender counts from base 1 and allocates on its device 0 (physical 1); the engine counts from base 0, so
   // physical 1 is its local GPU 1 -- the rank's -- but the ring is on the other GPU: the UUIDs tell.
-  const HostDeviceIpc ipc;
-  ShmTransport control(1, kCudaIpcControlBytes);
-  const auto shards = make_shards(equal_specs(1, 3, 100));
-  ReleasePipe release;
-  ChildProcess child([&] {
-    control.set_receiver_alive(parent_alive());
-    CudaIpcTransport transport(control, 1024, ipc, CudaIpcGpus{.rank_devices = {0}, .base_gpu_id = 1});
-    try {
-      stream_shard(0, shards.weights(0), 1024, transport);
-    } catch (const Error&) {
-    }
-    release.wait();
-  });
-  control.set_sender_alive(child.liveness());
-  CudaIpcTransport transport(control, 1024, ipc, CudaIpcGpus{.rank_devices = {1}, .base_gpu_id = 0});
-  std::vector<uint8_t> into(1024);
-  hang_guard([&] {
-    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
-              "mismatch: refit: rank 0: cuda-ipc: the sender's bucket ring (physical GPU 1) is not on engine TP rank "
-              "0's local GPU 1: their GPU UUIDs differ (check base_gpu_id and the GPUs both processes see)");
-  });
-  EXPECT_TRUE(ipc.opened_devices().empty());
-  transport.receiver(0).cancel("wrong GPU");
-  release.release();
-  EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+  EXPECT_EQ(handshake_error(1024, CudaIpcGpus{.rank_devices = {0}, .base_gpu_id = 1}, 1024,
+                            CudaIpcGpus{.rank_devices = {1}, .base_gpu_id = 0}),
+            "mismatch: refit: rank 0: cuda-ipc: the sender's bucket ring (physical GPU 1) is not on engine TP rank "
+            "0's local GPU 1: their GPU UUIDs differ (check base_gpu_id and the GPUs both processes see)");
 }
 
 TEST(RefitCudaIpcTransport, ARingOfAnotherBucketSizeIsRefusedAtTheHandshake) {
-  const HostDeviceIpc ipc;
-  ShmTransport control(1, kCudaIpcControlBytes);
-  const auto shards = make_shards(equal_specs(1, 3, 100));
-  ReleasePipe release;
-  ChildProcess child([&] {
-    control.set_receiver_alive(parent_alive());
-    CudaIpcTransport transport(control, 2048, ipc, gpus_of(1));
-    try {
-      stream_shard(0, shards.weights(0), 2048, transport);
-    } catch (const Error&) {
-    }
-    release.wait();
-  });
-  control.set_sender_alive(child.liveness());
-  CudaIpcTransport transport(control, 4096, ipc, gpus_of(1));
-  std::vector<uint8_t> into(4096);
-  hang_guard([&] {
-    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
-              "mismatch: refit: rank 0: cuda-ipc: the sender's ring has 4 slots of 2048 B, the receiver expects 4 "
-              "slots of bucket_size_bytes 4096 B (both sides must use the same size)");
-  });
-  transport.receiver(0).cancel("bucket size");
-  release.release();
-  EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+  EXPECT_EQ(handshake_error(2048, gpus_of(1), 4096, gpus_of(1)),
+            "mismatch: refit: rank 0: cuda-ipc: the sender's ring has 4 slots of 2048 B, the receiver expects 4 "
+            "slots of bucket_size_bytes 4096 B (both sides must use the same size)");
 }
 
 TEST(RefitCudaIpcTransport, AnImportInTheExportingProcessIsRefused) {

@@ -68,21 +68,6 @@ std::vector<std::vector<TensorSpec>> mid_sized_specs(int ranks, size_t weights) 
   return specs;
 }
 
-/// Every rank: `weights` U8 weights of `bytes` B each (identical bucket plans on every rank).
-std::vector<std::vector<TensorSpec>> equal_specs(int ranks, size_t weights, int64_t bytes) {
-  std::vector<std::vector<TensorSpec>> specs(static_cast<size_t>(ranks));
-  for (auto& rank : specs) {
-    for (size_t i = 0; i < weights; ++i) rank.push_back({fmt_name(i), DType::U8, {bytes}});
-  }
-  return specs;
-}
-
-std::vector<std::string> names_upto(size_t n) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(fmt_name(i));
-  return out;
-}
-
 /// Runs `fn`; returns the text of the Error it threw ("" when none), expecting `want_kind`.
 std::string error_of(const std::function<void()>& fn, ErrorKind want_kind) {
   try {
