@@ -85,19 +85,20 @@ int text_memfd(const std::string& text) {
   return fd;
 }
 
-std::string read_fd(int fd) {
+/// The whole content of memfd `fd` (`what` names it in errors).
+std::string read_fd(int fd, const char* what) {
   struct stat st {};
-  if (fstat(fd, &st) != 0) io_error("fstat of the job fd");
+  if (fstat(fd, &st) != 0) io_error(fmt::format("fstat of {}", what));
   std::string text(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) {
-      throw Error(ErrorKind::Truncated, fmt::format("refit: cuda-ipc sender job: the job ends at {} of {} B", done,
-                                                    text.size()));
+      throw Error(ErrorKind::Truncated, fmt::format("refit: cuda-ipc sender job: {} ends at {} of {} B", what,
+                                                    done, text.size()));
     }
-    if (n < 0) io_error("reading the job");
+    if (n < 0) io_error(fmt::format("reading {}", what));
     done += static_cast<size_t>(n);
   }
   return text;
@@ -213,7 +214,7 @@ void CudaIpcSenders::release_and_join() {
     process_->join();
   } catch (const Error& e) {
     // The process's own reason (it prints one line per failure) is what a user needs to see.
-    std::string text = stderr_fd_ >= 0 ? read_fd(stderr_fd_) : std::string();
+    std::string text = stderr_fd_ >= 0 ? read_fd(stderr_fd_, "the sender process's stderr") : std::string();
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
     const size_t line = text.rfind('\n');
     if (line != std::string::npos) text = text.substr(line + 1);
@@ -229,7 +230,7 @@ int run_sender_job(const DeviceIpc& ipc) {
   std::vector<std::vector<ShardWeight>> shards;
   uint64_t bucket_bytes = 0;
   try {
-    const nlohmann::json job = nlohmann::json::parse(read_fd(kJobFd));
+    const nlohmann::json job = nlohmann::json::parse(read_fd(kJobFd, "the job"));
     close(kJobFd);
     const int ranks = job.at("ranks").get<int>();
     bucket_bytes = job.at("bucket_bytes").get<uint64_t>();
