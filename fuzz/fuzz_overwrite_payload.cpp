@@ -10,13 +10,8 @@
 #include "fuzz/fuzz_support.hpp"
 #include "modes/codec/delta_codec.hpp"
 
-namespace {
-
-constexpr size_t kMaxTensorBytes = size_t{1} << 20;
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
+  using wsb::fuzz::kMaxTensorBytes;
   using wsb::fuzz::only_documented_errors;
   using wsb::fuzz::require;
   const auto sized = wsb::fuzz::sized_payload(input, input_size, kMaxTensorBytes);
@@ -37,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   }
 
   // Exactly `size` bytes on the heap, so an out-of-range write is an ASan report.
-  std::vector<uint8_t> base(size);
-  for (size_t i = 0; i < size; ++i) base[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+  const std::vector<uint8_t>& pattern = wsb::fuzz::base_pattern();
+  const std::vector<uint8_t> base(pattern.begin(), pattern.begin() + static_cast<std::ptrdiff_t>(size));
   std::vector<uint8_t> tensor = base;
   const std::vector<uint8_t> values = delta.values;
   require(only_documented_errors({}, [&] { wsb::apply_delta_swap(delta, tensor); }), "apply_delta_swap refused");

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <typeinfo>
+#include <vector>
 
 #include "models/core/errors.hpp"
 
@@ -100,5 +101,34 @@ inline std::optional<SizedPayload> sized_payload(const uint8_t* input, size_t in
   if (input_size < 4) return std::nullopt;
   return SizedPayload{le_u32(input) % (max_tensor_bytes + 1), std::span<const uint8_t>(input + 4, input_size - 4)};
 }
+
+/// Largest tensor (bytes) the payload targets decode into: above zstd's 128 KiB block and the xor stream's
+/// 256 KiB chunk, so multi-block frames and multi-chunk streams are reached.
+constexpr size_t kMaxTensorBytes = size_t{1} << 20;
+
+/// A tensor's bytes before the update: kMaxTensorBytes of a fixed non-uniform pattern (so a wrong restore cannot
+/// go unnoticed), built once.
+inline const std::vector<uint8_t>& base_pattern() {
+  static const std::vector<uint8_t> base = [] {
+    std::vector<uint8_t> b(kMaxTensorBytes);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
+    return b;
+  }();
+  return base;
+}
+
+// Per-byte oracle loops, left out of coverage by fuzz/coverage_ignore.txt (matched by namespace name): their
+// only branch is the loop bound, which gives libFuzzer nothing but costs a trace call per byte.
+namespace no_coverage {
+
+/// True when before[i] ^ mask[i] == after[i] for every i; the three spans have equal lengths.
+inline bool xor_relates(std::span<const uint8_t> before, std::span<const uint8_t> mask,
+                        std::span<const uint8_t> after) {
+  uint8_t differ = 0;
+  for (size_t i = 0; i < before.size(); ++i) differ |= static_cast<uint8_t>((before[i] ^ mask[i]) ^ after[i]);
+  return differ == 0;
+}
+
+}  // namespace no_coverage
 
 }  // namespace wsb::fuzz

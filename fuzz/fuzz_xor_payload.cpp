@@ -17,8 +17,6 @@
 
 namespace {
 
-constexpr size_t kMaxTensorBytes = size_t{1} << 20;
-
 /// zstd promises to survive corrupt blocks safely, not to detect them identically in its one-shot and buffered
 /// streaming decoders (facebook/zstd#3151: e.g. a block decoding to more than 128 KiB passes one-shot). Such a
 /// payload cannot commit garbage either way: prepare verifies the target checksum after applying. So the two
@@ -29,19 +27,10 @@ bool zstd_reported_corruption(const std::string& message) {
          message.find("too much memory") == std::string::npos;
 }
 
-/// The tensor's bytes before the update, a fixed non-uniform pattern so a wrong restore cannot go unnoticed.
-const std::vector<uint8_t>& base_pattern() {
-  static const std::vector<uint8_t> base = [] {
-    std::vector<uint8_t> b(kMaxTensorBytes);
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i * 131 + (i >> 9));
-    return b;
-  }();
-  return base;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
+  using wsb::fuzz::kMaxTensorBytes;
   using wsb::fuzz::only_documented_errors;
   using wsb::fuzz::require;
   const auto sized = wsb::fuzz::sized_payload(input, input_size, kMaxTensorBytes);
@@ -54,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   const bool header_matches =
       only_documented_errors({wsb::ErrorKind::Format}, [&] { declared = wsb::zstd_declared_size(payload, "t"); }) &&
       declared == size;
-  const std::vector<uint8_t>& base = base_pattern();
+  const std::vector<uint8_t>& base = wsb::fuzz::base_pattern();
   // The tensor is the tail of one buffer allocated once: no per-input copy of up to 1 MiB, and a write past the
   // tensor's end still lands in the heap redzone that ASan watches. The head is poisoned for writes before it.
   static std::vector<uint8_t> buffer = base;
@@ -93,9 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   if (applied) {
     if (decodes) {
       require(decoded.mask.size() == size, "decoded mask length differs from the tensor");
-      for (size_t i = 0; i < size; ++i) {
-        if ((before[i] ^ decoded.mask[i]) != tensor[i]) require(false, "apply and decode disagree on the result");
-      }
+      require(wsb::fuzz::no_coverage::xor_relates(before, decoded.mask, tensor),
+              "apply and decode disagree on the result");
     }
     // Also puts the shared buffer back to the base pattern for the next input.
     require(only_documented_errors({}, [&] { wsb::apply_xor_payload(payload, tensor, "t"); }),

@@ -32,18 +32,27 @@ void xor_into(uint8_t* out, const uint8_t* mask, size_t n) {
   for (; i < n; ++i) out[i] ^= mask[i];
 }
 
+/// The decoder's output chunk, one per thread and reused: prepare applies one payload per tensor, thousands per
+/// update, and a fresh 256 KiB buffer each time is an allocation, a zero-fill and, above malloc's mmap threshold,
+/// 64 page faults. Re-entry from a progress callback is harmless: the chunk's bytes are xored into the tensor
+/// before the callback runs and are not read again.
+uint8_t* chunk_buffer() {
+  thread_local std::vector<uint8_t> chunk(kChunk);
+  return chunk.data();
+}
+
 /// Streams the frame, xoring at most `limit` output bytes into data. Returns bytes xored; sets `error` (and stops)
 /// on a framing violation.
 size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, size_t limit, std::string& error,
                   const XorProgress* progress) {
   std::unique_ptr<ZSTD_DStream, DStreamFree> stream(ZSTD_createDStream());
   ZSTD_initDStream(stream.get());
-  std::vector<uint8_t> chunk(kChunk);
+  uint8_t* const chunk = chunk_buffer();
   ZSTD_inBuffer in{payload.data(), payload.size(), 0};
   size_t produced = 0;
   size_t ret = 1;
   while (ret != 0) {
-    ZSTD_outBuffer out{chunk.data(), chunk.size(), 0};
+    ZSTD_outBuffer out{chunk, kChunk, 0};
     ret = ZSTD_decompressStream(stream.get(), &out, &in);
     if (ZSTD_isError(ret)) {
       error = fmt::format("corrupt zstd frame ({})", ZSTD_getErrorName(ret));
@@ -54,7 +63,7 @@ size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, siz
       return produced;
     }
     const size_t take = std::min(out.pos, limit - std::min(limit, produced));
-    xor_into(data.data() + produced, chunk.data(), take);
+    xor_into(data.data() + produced, chunk, take);
     produced += take;
     if (progress != nullptr && take > 0) (*progress)(produced);
     if (take < out.pos) return produced;  // reverting: stop at the limit
