@@ -121,9 +121,10 @@ inline const std::vector<uint8_t>& base_pattern() {
 // only branch is the loop bound, which gives libFuzzer nothing but costs a trace call per byte.
 namespace no_coverage {
 
-/// True when before[i] ^ mask[i] == after[i] for every i; the three spans have equal lengths.
+/// True when the three spans have one length and before[i] ^ mask[i] == after[i] for every i.
 inline bool xor_relates(std::span<const uint8_t> before, std::span<const uint8_t> mask,
                         std::span<const uint8_t> after) {
+  if (mask.size() != before.size() || after.size() != before.size()) return false;
   uint8_t differ = 0;
   for (size_t i = 0; i < before.size(); ++i) differ |= static_cast<uint8_t>((before[i] ^ mask[i]) ^ after[i]);
   return differ == 0;
