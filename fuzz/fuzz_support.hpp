@@ -118,7 +118,7 @@ inline const std::vector<uint8_t>& base_pattern() {
 }
 
 // Per-byte oracle loops, left out of coverage by fuzz/coverage_ignore.txt (matched by namespace name): their
-// only branch is the loop bound, which gives libFuzzer nothing but costs a trace call per byte.
+// per-byte branch is the loop bound, which gives libFuzzer nothing but costs a trace call per byte.
 namespace no_coverage {
 
 /// True when the three spans have one length and before[i] ^ mask[i] == after[i] for every i.
