@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/bench_floor.hpp"
-#include "modes/codec/delta_codec.hpp"
+#include "publication/delta_codec.hpp"
 
 namespace {
 

@@ -38,7 +38,7 @@
 #include "engine/quant/device_staging.hpp"
 #include "engine/quant/device_util.hpp"
 #include "engine/quant/nvfp4_swizzle_device.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/transform/nvfp4.hpp"
 #include "modes/sync/host_buffer.hpp"
 #include "modes/sync/staged_delta.hpp"

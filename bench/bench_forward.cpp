@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/commands.hpp"
+#include "cli/commands.hpp"
 #include "models/forward/forward.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
-#include "modes/publisher/publisher.hpp"
+#include "publisher/publisher.hpp"
 
 namespace {
 

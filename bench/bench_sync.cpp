@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "bench/bench_floor.hpp"
-#include "models/core/checksum.hpp"
-#include "modes/codec/delta_codec.hpp"
-#include "modes/codec/xor_stream.hpp"
+#include "core/checksum.hpp"
+#include "publication/delta_codec.hpp"
+#include "publication/xor_stream.hpp"
 #include "modes/sync/host_buffer.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/bench_floor.hpp"
-#include "models/core/dtype.hpp"
+#include "core/dtype.hpp"
 #include "models/transform/fp8_channel.hpp"
 #include "models/transform/mxfp4.hpp"
 #include "models/transform/nvfp4.hpp"

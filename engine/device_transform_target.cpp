@@ -6,7 +6,7 @@
 
 #include "engine/cuda/cuda_ops.hpp"
 #include "engine/quant/nvfp4_swizzle_device.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/transform/nvfp4.hpp"
 
 namespace wsb {

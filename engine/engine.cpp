@@ -11,8 +11,8 @@
 #include "engine/cuda/pinned.hpp"
 #include "engine/device_transform_target.hpp"
 #include "models/checkpoint/checkpoint.hpp"
-#include "models/core/checksum.hpp"
-#include "models/core/errors.hpp"
+#include "core/checksum.hpp"
+#include "core/errors.hpp"
 #include "modes/registry/mode_registry.hpp"
 #include "modes/sync/rank_image.hpp"
 
@@ -48,8 +48,8 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
       }
     }
     forward_ = make_forward(options_.profile, layouts_, views);
-    if (options_.commit_strategy == kCommitDeviceDelta) {
-      uint64_t bytes = options_.device.delta_staging_bytes;
+    if (options_.sync.mode == SyncModeKind::Cpu && options_.sync.cpu.commit_strategy == CommitStrategy::DeviceDelta) {
+      uint64_t bytes = options_.sync.cpu.delta_staging_bytes;
       if (bytes == 0) {
         for (const auto& layout : layouts_) bytes += layout.bytes() / 4;
       }
@@ -58,7 +58,9 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
     host_storages_ = host.get();
     storages_ = std::move(host);
   } else if (options_.backend == "cuda") {
-    auto device = make_device_storages(layouts_, options_.device);
+    DeviceStorageOptions device_options = options_.device;
+    device_options.delta_staging_bytes = options_.sync.cpu.delta_staging_bytes;
+    auto device = make_device_storages(layouts_, device_options);
     forward_ = make_device_forward(options_.profile, layouts_, device->views(), options_.forward);
     if (DeviceTransformTarget::needed(layouts_)) {
       device_transforms_ = std::make_unique<DeviceTransformTarget>(*device, layouts_);
@@ -71,10 +73,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
   }
   SyncContext context{options_.profile, layouts_, options_.store, options_.workdir, options_.prepare_threads};
   context.pinner = pinner_;
-  context.commit_strategy = options_.commit_strategy;
-  context.refit_transport = options_.refit_transport;
-  context.refit_bucket_bytes = options_.refit_bucket_bytes;
-  context.refit_base_gpu_id = options_.refit_base_gpu_id;
+  context.sync = options_.sync;
   if (options_.backend == "cuda") {
     context.device_ipc = &cuda_device_ipc();
     const auto& device = static_cast<const DeviceStorages&>(*storages_);
@@ -85,7 +84,7 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)), layouts_(l
   if (options_.refit_device_ipc != nullptr) context.device_ipc = options_.refit_device_ipc;
   context.fault_hook = options_.fault_hook;
   context.live = device_transforms_ ? static_cast<StorageTarget*>(device_transforms_.get()) : storages_.get();
-  mode_ = make_sync_mode(options_.mode, std::move(context));
+  mode_ = make_sync_mode(std::move(context));
   state_ = std::make_unique<SyncStateMachine>(0);
   scheduler_ = std::thread([this] { scheduler_loop(); });
 }

@@ -21,7 +21,7 @@
 #include "engine/cuda/device_storages.hpp"
 #include "engine/host_storages.hpp"
 #include "engine/kernels/device_forward.hpp"
-#include "models/core/phase_log.hpp"
+#include "core/phase_log.hpp"
 #include "models/forward/forward.hpp"
 #include "modes/sync/sync_mode.hpp"
 #include "modes/sync/sync_state.hpp"
@@ -33,7 +33,7 @@ class DeviceTransformTarget;
 struct EngineOptions {
   ModelProfile profile;
   int tp = 1;
-  std::string mode = "cpu";         ///< sync mode: "disk" | "cpu" | "refit"
+  SyncOptions sync{};               ///< sync mode and its settings (core/sync_options.hpp)
   std::filesystem::path store;      ///< publication store the mode reads
   std::filesystem::path workdir;    ///< mode-private files
   int prepare_threads = 2;
@@ -43,17 +43,8 @@ struct EngineOptions {
   DeviceStorageOptions device{};   ///< cuda backend only
   DeviceForwardOptions forward{};  ///< cuda backend only
   /// cuda backend only: collect CUPTI memcpy/kernel activity inside every commit's pause (CommitReport::cupti).
-  /// Off under Nsight Systems (CUPTI allows one subscriber) or with WSB_CUPTI=0.
+  /// Off under Nsight Systems (CUPTI allows one subscriber) or with WSBENCH_CUPTI=0.
   bool cupti = false;
-  /// cpu mode: "full" or "device-delta" (modes/sync/staged_delta.hpp). The staging area is
-  /// device.delta_staging_bytes per device (cuda), or on the cpu backend that many host bytes (0: a quarter of the
-  /// storages' bytes).
-  std::string commit_strategy = "full";
-  /// refit mode: transport ("inproc" | "shm" | "cuda-ipc"), bucket size in bytes (0: the mode's default) and, for
-  /// cuda-ipc, the physical id of local GPU 0 (SGLang's base_gpu_id), SyncContext's.
-  std::string refit_transport = "inproc";
-  uint64_t refit_bucket_bytes = 0;
-  int refit_base_gpu_id = 0;
   /// refit cuda-ipc: device memory export/import in place of the backend's (null: the cuda backend's
   /// cuda_device_ipc, none on the cpu backend). Tests give the host stand-in (modes/refit/host_device_ipc.hpp) to
   /// run the whole cuda-ipc path on the cpu backend, every rank on "GPU" 0.

@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "models/core/checksum.hpp"
+#include "core/checksum.hpp"
 
 namespace wsb {
 namespace {

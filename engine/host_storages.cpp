@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "models/core/digest64.hpp"
-#include "models/core/errors.hpp"
+#include "core/digest64.hpp"
+#include "core/errors.hpp"
 #include "modes/sync/rank_image.hpp"
 
 namespace wsb {

@@ -6,7 +6,7 @@
 // must survive manifest_metadata -> parse_manifest unchanged.
 #include "fuzz/fuzz_support.hpp"
 #include "models/checkpoint/checkpoint.hpp"
-#include "modes/store/publication.hpp"
+#include "publication/publication.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using wsb::fuzz::only_documented_errors;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_support.hpp"
-#include "modes/codec/delta_codec.hpp"
+#include "publication/delta_codec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   using wsb::fuzz::kMaxTensorBytes;

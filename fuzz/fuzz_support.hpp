@@ -17,7 +17,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::fuzz {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "fuzz/fuzz_support.hpp"
-#include "modes/codec/delta_codec.hpp"
-#include "modes/codec/xor_stream.hpp"
-#include "modes/codec/zstd_frame.hpp"
+#include "publication/delta_codec.hpp"
+#include "publication/xor_stream.hpp"
+#include "publication/zstd_frame.hpp"
 
 namespace {
 

@@ -19,9 +19,9 @@
 #include "models/checkpoint/file_io.hpp"
 #include "models/checkpoint/safetensors.hpp"
 #include "models/checkpoint/safetensors_header.hpp"
-#include "modes/codec/delta_codec.hpp"
-#include "modes/codec/zstd_frame.hpp"
-#include "modes/store/publication.hpp"
+#include "publication/delta_codec.hpp"
+#include "publication/zstd_frame.hpp"
+#include "publication/publication.hpp"
 
 namespace {
 
@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
   }
   g_root = argv[1];
   try {
-    safetensors_corpora(fs::path(WSB_FIXTURES_DIR) / "safetensors" / "reference_small.safetensors");
+    safetensors_corpora(fs::path(WSBENCH_FIXTURES_DIR) / "safetensors" / "reference_small.safetensors");
     index_corpus();
     payload_corpora();
   } catch (const std::exception& e) {

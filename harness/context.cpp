@@ -1,6 +1,6 @@
 #include "harness/context.hpp"
 
-#include "wsb_build_commit.hpp"
+#include "wsbench_build_commit.hpp"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -92,7 +92,7 @@ nlohmann::json collect_context() {
   c["runtime_detected"] = detect_host_runtime();
   // The commit the binary was built from (cmake/build_commit.cmake, refreshed at every build): the directory a run
   // starts in may be another checkout, or a copied tree whose git state says nothing about this binary.
-  c["build_commit"] = WSB_BUILD_COMMIT;
+  c["build_commit"] = WSBENCH_BUILD_COMMIT;
 #ifdef NDEBUG
   c["build_type"] = "release";
 #else

@@ -8,8 +8,7 @@
 #include <regex>
 #include <set>
 
-#include "models/core/errors.hpp"
-#include "modes/refit/refit_mode.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace {
@@ -21,7 +20,6 @@ const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtim
                                         "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
                                         "server_request_timeout_s", "store"};
-const std::set<std::string> kModes{"disk", "cpu", "refit"};
 const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda", "http"};
 const std::set<std::string> kEncodings{"xor", "overwrite"};
 
@@ -59,7 +57,7 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   }
   if (j.contains("id")) cell.id = get_field<std::string>(j, "id", where);
   if (j.contains("model")) cell.model = get_field<std::string>(j, "model", where);
-  if (j.contains("mode")) cell.mode = get_field<std::string>(j, "mode", where);
+  read_sync_fields(j, cell.sync, where);
   if (j.contains("runtime")) cell.runtime = get_field<std::string>(j, "runtime", where);
   if (j.contains("engine")) cell.engine = get_field<std::string>(j, "engine", where);
   if (j.contains("tp")) cell.tp = get_field<int>(j, "tp", where);
@@ -75,13 +73,6 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("floor_bytes")) cell.floor_bytes = get_field<uint64_t>(j, "floor_bytes", where);
   if (j.contains("chunk_bytes")) cell.chunk_bytes = get_field<uint64_t>(j, "chunk_bytes", where);
   if (j.contains("copy_streams")) cell.copy_streams = get_field<int>(j, "copy_streams", where);
-  if (j.contains("commit_strategy")) cell.commit_strategy = get_field<std::string>(j, "commit_strategy", where);
-  if (j.contains("transport")) cell.transport = get_field<std::string>(j, "transport", where);
-  if (j.contains("bucket_bytes")) cell.bucket_bytes = get_field<uint64_t>(j, "bucket_bytes", where);
-  if (j.contains("base_gpu_id")) cell.base_gpu_id = get_field<int>(j, "base_gpu_id", where);
-  if (j.contains("delta_staging_bytes")) {
-    cell.delta_staging_bytes = get_field<uint64_t>(j, "delta_staging_bytes", where);
-  }
   if (j.contains("cupti")) {
     if (!j["cupti"].is_boolean()) fail(where, fmt::format("field 'cupti' must be true or false, got {}", j["cupti"].dump()));
     cell.cupti = j["cupti"].get<bool>();
@@ -116,7 +107,6 @@ std::string names(const std::map<std::string, Launcher>& launchers) {
 
 void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& launchers, const std::string& where) {
   if (cell.model.empty()) fail(where, "field 'model' is required");
-  if (!kModes.contains(cell.mode)) fail(where, fmt::format("field 'mode': unknown mode '{}' (disk, cpu, refit)", cell.mode));
   if (!launchers.contains(cell.runtime)) {
     fail(where, fmt::format("field 'runtime': unknown runtime '{}' ({})", cell.runtime, names(launchers)));
   }
@@ -142,29 +132,12 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
   if (cell.copy_streams < 1 || cell.copy_streams > 16) {
     fail(where, fmt::format("field 'copy_streams' must be 1..16, got {}", cell.copy_streams));
   }
-  if (cell.commit_strategy != "full" && cell.commit_strategy != "device-delta") {
-    fail(where, fmt::format("field 'commit_strategy': unknown strategy '{}' (full, device-delta)", cell.commit_strategy));
-  }
-  if (cell.commit_strategy != "full" && cell.mode != "cpu") {
-    fail(where, fmt::format("field 'commit_strategy' '{}' applies to mode cpu only (mode is '{}')", cell.commit_strategy,
-                            cell.mode));
-  }
-  const auto& transports = refit::refit_transport_names();
-  if (std::find(transports.begin(), transports.end(), cell.transport) == transports.end()) {
-    fail(where, fmt::format("field 'transport': unknown transport '{}' ({})", cell.transport, fmt::join(transports, ", ")));
-  }
-  if (cell.mode != "refit" && (cell.transport != "inproc" || cell.bucket_bytes != 0)) {
-    fail(where, fmt::format("fields 'transport' and 'bucket_bytes' apply to mode refit only (mode is '{}')", cell.mode));
-  }
-  if (cell.base_gpu_id < 0) fail(where, fmt::format("field 'base_gpu_id' must be >= 0, got {}", cell.base_gpu_id));
-  if (cell.base_gpu_id != 0 && cell.transport != "cuda-ipc") {
-    fail(where, fmt::format("field 'base_gpu_id' applies to transport cuda-ipc only (transport is '{}')", cell.transport));
-  }
-  if (cell.transport == "cuda-ipc" && !cell.uses_cuda()) {
+  cell.sync.validate(where);
+  if (cell.sync.refit.transport == RefitTransport::CudaIpc && !cell.uses_cuda()) {
     fail(where, fmt::format("transport 'cuda-ipc' needs engine 'embedded-cuda' (device memory to export), not '{}'",
                             cell.engine));
   }
-  if (cell.mode == "refit" && cell.uses_http()) {
+  if (cell.sync.mode == SyncModeKind::Refit && cell.uses_http()) {
     // The trainer simulator streams into the embedded engine's receivers; a served engine has no stream endpoint.
     fail(where, "mode 'refit' needs an embedded engine (embedded-cpu or embedded-cuda), not 'http'");
   }
@@ -175,14 +148,8 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
 
 }  // namespace
 
-std::string MatrixCell::mode_label() const {
-  // A commit strategy other than the default, and a refit's transport, are part of the mode's name.
-  if (mode == "refit") return mode + "+" + transport;
-  return commit_strategy == "full" ? mode : mode + "+" + commit_strategy;
-}
-
 nlohmann::json MatrixCell::to_json() const {
-  nlohmann::json j{{"id", id},         {"model", model},     {"mode", mode},
+  nlohmann::json j{{"id", id},         {"model", model},
                    {"runtime", runtime}, {"engine", engine}, {"tp", tp},
                    {"n", n},           {"seed", seed},       {"target", target},
                    {"publish_versions", publish_versions},   {"encoding", encoding},
@@ -190,15 +157,7 @@ nlohmann::json MatrixCell::to_json() const {
   if (density) j["density"] = *density;
   if (layers) j["layers"] = *layers;
   if (experts) j["experts"] = *experts;
-  if (mode == "refit") {
-    j["transport"] = transport;
-    j["bucket_bytes"] = bucket_bytes;
-    if (transport == "cuda-ipc") j["base_gpu_id"] = base_gpu_id;
-  }
-  if (commit_strategy != "full") {
-    j["commit_strategy"] = commit_strategy;
-    if (delta_staging_bytes > 0) j["delta_staging_bytes"] = delta_staging_bytes;
-  }
+  write_sync_fields(sync, j);
   if (uses_http()) {
     if (!server_command.empty()) j["server_command"] = server_command;
     j["server_ready_timeout_s"] = server_ready_timeout_s;
@@ -243,6 +202,10 @@ Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
     MatrixCell cell = defaults;
     cell.id.clear();
     apply_fields(cell, cj, where);
+    // SyncOptions defaults to cpu; a matrix must still say which mode each cell measures.
+    const bool has_mode = (j.contains("defaults") && j["defaults"].is_object() && j["defaults"].contains("mode")) ||
+                          cj.contains("mode");
+    if (!has_mode) fail(where, fmt::format("field 'mode' is required ({})", fmt::join(sync_mode_names(), ", ")));
     validate(cell, m.launchers, where);
     if (cell.id.empty()) {
       cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, cell.mode_label(), cell.runtime, cell.tp);

@@ -9,7 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/launcher.hpp"
+#include "core/sync_options.hpp"
+#include "engine_api/launcher.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {
@@ -18,7 +19,9 @@ namespace wsb {
 struct MatrixCell {
   std::string id;            ///< "<model>/<mode>/<runtime>/tp<N>" unless given
   std::string model;         ///< profile id
-  std::string mode;          ///< "disk" | "cpu" | "refit"
+  /// Sync mode and its settings: fields mode, commit_strategy, delta_staging_bytes (cpu), transport, bucket_bytes,
+  /// base_gpu_id (refit) (core/sync_options.hpp).
+  SyncOptions sync{};
   std::string runtime = "native";  ///< launcher name: native | gvisor | one of the matrix's `launchers`
   /// "embedded-cpu" (host storages) | "embedded-cuda" (device storages) | "http" (a server per boot, driven over
   /// the HTTP engine API: `wsbench serve` by default, or `server_command`, e.g. an SGLang-fork launch line)
@@ -37,17 +40,8 @@ struct MatrixCell {
   ProfileScale scale() const { return ProfileScale{layers, experts}; }
   bool scaled() const { return layers.has_value() || experts.has_value(); }
   int prepare_threads = 2;
-  /// cpu mode's commit strategy: "full" | "device-delta" (modes/sync/staged_delta.hpp).
-  std::string commit_strategy = "full";
-  /// refit mode: transport between trainer simulator and receivers, "inproc" | "shm" | "cuda-ipc"
-  /// (modes/refit/refit_link.hpp), the bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB,
-  /// at least 64 MiB), and for cuda-ipc the physical id of the engine's local GPU 0 (SGLang's base_gpu_id).
-  std::string transport = "inproc";
-  uint64_t bucket_bytes = 0;
-  int base_gpu_id = 0;
-  /// The mode as ids, tables and comparisons name it: "cpu+device-delta", "refit+shm"; plain "disk" / "cpu".
-  std::string mode_label() const;
-  uint64_t delta_staging_bytes = 0;  ///< device-delta staging area per device (0: the engine's default)
+  /// The mode as ids, tables and comparisons name it (SyncOptions::label).
+  std::string mode_label() const { return sync.label(); }
   uint64_t floor_bytes = 64ull << 20;  ///< buffer size of the floor measurements
   // embedded-cuda only:
   uint64_t chunk_bytes = 64ull << 20;  ///< H2D copy chunk of commits (bytes)
@@ -55,7 +49,7 @@ struct MatrixCell {
   bool cupti = true;                   ///< CUPTI activity summary of every commit (off under nsys: one subscriber)
 
   // http only:
-  /// Server command template (harness/engine_client.hpp HttpServerSpec for the placeholders); empty: wsbench serve.
+  /// Server command template (engine_api/engine_client.hpp HttpServerSpec for the placeholders); empty: wsbench serve.
   std::vector<std::string> server_command;
   double server_ready_timeout_s = 60;   ///< start -> GET /health answers 200
   double server_stop_timeout_s = 5;     ///< SIGTERM -> exit, then SIGKILL

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/sync/host_buffer.hpp"
 
 namespace wsb {

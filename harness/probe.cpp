@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "models/core/phase_log.hpp"
+#include "core/phase_log.hpp"
 #include "models/forward/forward.hpp"
 
 namespace wsb {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/engine_client.hpp"
+#include "engine_api/engine_client.hpp"
 
 namespace wsb {
 

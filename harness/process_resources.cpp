@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "harness/memory_sampler.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;

@@ -9,14 +9,14 @@
 #include <map>
 
 #include "harness/context.hpp"
-#include "harness/engine_client.hpp"
+#include "engine_api/engine_client.hpp"
 #include "harness/memory_sampler.hpp"
 #include "harness/physics.hpp"
 #include "harness/probe.hpp"
 #include "harness/progress.hpp"
-#include "models/core/errors.hpp"
-#include "modes/publisher/publisher.hpp"
-#include "modes/store/store.hpp"
+#include "core/errors.hpp"
+#include "publisher/publisher.hpp"
+#include "publication/store.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;
@@ -169,10 +169,10 @@ void run_trial_body(int index, TrialInputs& in, Checks& checks, nlohmann::json& 
                     std::unique_ptr<EngineClient>& client_ptr) {
   const uint32_t target = in.cell.target;
   EngineLaunch launch = in.launch;
-  launch.workdir = launch.workdir / fmt::format("trial-{}", index);
+  launch.options.workdir = launch.options.workdir / fmt::format("trial-{}", index);
   std::error_code ec;
-  fs::remove_all(launch.workdir, ec);
-  fs::create_directories(launch.workdir);
+  fs::remove_all(launch.options.workdir, ec);
+  fs::create_directories(launch.options.workdir);
 
   const auto report = [&](const char* phase) { in.progress.report(index, in.cell.n, phase); };
   report("boot");
@@ -432,17 +432,12 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     if (cell.uses_cuda()) add_h2d_floors(floors, cell.tp, cell.copy_streams);
     out["floors"] = floors_json(floors);
 
-    EngineLaunch launch{profile, cell.tp, cell.mode, store_dir, options.workdir, cell.prepare_threads};
-    launch.commit_strategy = cell.commit_strategy;
-    launch.refit_transport = cell.transport;
-    launch.refit_bucket_bytes = cell.bucket_bytes;
-    launch.refit_base_gpu_id = cell.base_gpu_id;
-    launch.device.delta_staging_bytes = cell.delta_staging_bytes;
+    EngineLaunch launch{EngineOptions{profile, cell.tp, cell.sync, store_dir, options.workdir, cell.prepare_threads}};
     if (cell.uses_cuda()) {
-      launch.backend = "cuda";
-      launch.device.chunk_bytes = cell.chunk_bytes;
-      launch.device.streams_per_rank = cell.copy_streams;
-      launch.cupti = cell.cupti;
+      launch.options.backend = "cuda";
+      launch.options.device.chunk_bytes = cell.chunk_bytes;
+      launch.options.device.streams_per_rank = cell.copy_streams;
+      launch.options.cupti = cell.cupti;
     }
     if (cell.uses_http()) {
       launch.engine = "http";
@@ -460,8 +455,8 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     {
       progress.report(-1, cell.n, "reference engine");
       EngineLaunch ref_launch = launch;
-      ref_launch.workdir = options.workdir / "reference-engine";
-      ref_launch.commit_strategy = "full";  // it only loads natively: no second image set
+      ref_launch.options.workdir = options.workdir / "reference-engine";
+      ref_launch.options.sync.cpu = CpuSyncOptions{};  // it only loads natively: no second image set
       const double t0 = steady_seconds();
       std::unique_ptr<EngineClient> native;
       try {

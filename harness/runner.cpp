@@ -18,7 +18,7 @@
 #include "engine/cuda/cuda_ops.hpp"
 #include "harness/context.hpp"
 #include "harness/progress.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
 #include "modes/sync/rank_image.hpp"

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/launcher.hpp"
+#include "engine_api/launcher.hpp"
 #include "harness/matrix.hpp"
 #include "harness/progress_display.hpp"
 #include "harness/shard.hpp"

@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace {

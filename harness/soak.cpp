@@ -12,10 +12,10 @@
 #include "harness/memory_sampler.hpp"
 #include "harness/process_resources.hpp"
 #include "harness/soak_publisher.hpp"
-#include "models/core/errors.hpp"
-#include "models/core/phase_log.hpp"
-#include "modes/publisher/publisher.hpp"
-#include "modes/store/store.hpp"
+#include "core/errors.hpp"
+#include "core/phase_log.hpp"
+#include "publisher/publisher.hpp"
+#include "publication/store.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;
@@ -183,8 +183,8 @@ SoakResult run_soak(const SoakOptions& o) {
   fs::create_directories(o.workdir);
   const fs::path store = o.workdir / "store";
   SoakPublisher publisher(o.profile, store, o.seed, o.encoding);
-  Engine disk(EngineOptions{o.profile, o.tp, "disk", store, o.workdir / "disk", o.prepare_threads});
-  Engine cpu(EngineOptions{o.profile, o.tp, "cpu", store, o.workdir / "cpu", o.prepare_threads});
+  Engine disk(EngineOptions{o.profile, o.tp, {SyncModeKind::Disk}, store, o.workdir / "disk", o.prepare_threads});
+  Engine cpu(EngineOptions{o.profile, o.tp, {SyncModeKind::Cpu}, store, o.workdir / "cpu", o.prepare_threads});
   disk.load_native(Store(store).update_dir(0), 0);
   cpu.load_native(Store(store).update_dir(0), 0);
   std::map<std::string, Served> last{{"disk", served(disk)}, {"cpu", served(cpu)}};
@@ -239,7 +239,8 @@ SoakResult run_soak(const SoakOptions& o) {
     const fs::path reference_dir = o.workdir / "reference";
     write_full_checkpoint(o.profile, o.seed, publisher.real_steps(), std::nullopt, reference_dir, 2ull << 30,
                           o.prepare_threads);
-    Engine native(EngineOptions{o.profile, o.tp, "cpu", store, o.workdir / "reference-engine", o.prepare_threads});
+    Engine native(EngineOptions{o.profile, o.tp, SyncOptions{SyncModeKind::Cpu}, store, o.workdir / "reference-engine",
+                                o.prepare_threads});
     native.load_native(reference_dir, publisher.version());
     const Served reference = served(native);
     result.reference_failure = compare(served(disk), reference, "disk engine vs native load");

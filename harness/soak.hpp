@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/profile/profile.hpp"
-#include "modes/codec/delta_codec.hpp"
+#include "publication/delta_codec.hpp"
 #include "reports/table.hpp"
 
 namespace wsb {

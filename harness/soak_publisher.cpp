@@ -1,9 +1,9 @@
 #include "harness/soak_publisher.hpp"
 
-#include "models/core/checksum.hpp"
-#include "modes/publisher/publisher.hpp"
-#include "modes/store/publication.hpp"
-#include "modes/store/store.hpp"
+#include "core/checksum.hpp"
+#include "publisher/publisher.hpp"
+#include "publication/publication.hpp"
+#include "publication/store.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "models/profile/profile.hpp"
-#include "modes/codec/delta_codec.hpp"
+#include "publication/delta_codec.hpp"
 
 namespace wsb {
 

@@ -11,9 +11,4 @@ const char* status_name(Status status) {
   return "unknown";
 }
 
-std::string Cell::mode_label() const {
-  if (!transport.empty()) return mode + "+" + transport;
-  return commit_strategy == "full" ? mode : mode + "+" + commit_strategy;
-}
-
 }  // namespace wsb

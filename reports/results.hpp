@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sync_options.hpp"
+
 namespace wsb {
 
 /// The only results.json schema version this code reads and writes.
@@ -93,9 +95,9 @@ struct Trial {
 struct Cell {
   std::string id;  ///< e.g. "llama-tiny-bf16/disk/native/tp2"
   std::string model;
-  std::string mode;     ///< disk | cpu | refit | ...
-  std::string commit_strategy = "full";  ///< cpu mode: full | device-delta (JSON field absent for full)
-  std::string transport;                 ///< refit mode: inproc | shm (JSON field absent for other modes)
+  /// Sync mode and settings: JSON fields mode, commit_strategy, delta_staging_bytes, transport, bucket_bytes,
+  /// base_gpu_id (core/sync_options.hpp write_sync_fields).
+  SyncOptions sync;
   std::string runtime;  ///< native | gvisor | user launcher name
   std::string engine;   ///< embedded-cpu | ...
   int64_t tp = 1;
@@ -108,9 +110,9 @@ struct Cell {
   std::vector<Trial> trials;
   nlohmann::json extra = nlohmann::json::object();
   bool operator==(const Cell&) const = default;
-  /// The mode as tables and comparisons name it: "cpu+device-delta" for a non-default commit strategy, "refit+shm"
-  /// with the refit's transport, so the strategies of one model are never averaged together.
-  std::string mode_label() const;
+  /// The mode as tables and comparisons name it (SyncOptions::label): "cpu+device-delta", "refit+shm", so the
+  /// strategies of one model are never averaged together.
+  std::string mode_label() const { return sync.label(); }
 };
 
 /// A whole results.json: one host's run, or several merged (then `hosts` lists each host's context).

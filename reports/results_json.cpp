@@ -141,9 +141,10 @@ Cell parse_cell(const json& j, const std::string& where) {
   FieldReader c(j, fmt::format("cell '{}'", v.id));
   c.raw("id");
   v.model = c.required<std::string>("model");
-  v.mode = c.required<std::string>("mode");
-  v.commit_strategy = c.optional<std::string>("commit_strategy").value_or("full");
-  v.transport = c.optional<std::string>("transport").value_or("");
+  // The sync fields are read by their one parser; a cell must name its mode.
+  if (c.raw("mode") == nullptr) throw std::runtime_error(fmt::format("{}: missing required field 'mode'", c.where()));
+  for (const std::string& key : sync_field_names()) c.raw(key);
+  read_sync_fields(j, v.sync, c.where());
   v.runtime = c.required<std::string>("runtime");
   v.engine = c.required<std::string>("engine");
   v.tp = c.required<int64_t>("tp");
@@ -255,9 +256,7 @@ void to_json(json& j, const Cell& v) {
   j = start_with(v.extra);
   j["id"] = v.id;
   j["model"] = v.model;
-  j["mode"] = v.mode;
-  if (v.commit_strategy != "full") j["commit_strategy"] = v.commit_strategy;
-  if (!v.transport.empty()) j["transport"] = v.transport;
+  write_sync_fields(v.sync, j);
   j["runtime"] = v.runtime;
   j["engine"] = v.engine;
   j["tp"] = v.tp;

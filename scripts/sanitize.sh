@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Sanitizer runs of the test suites, each in its own build directory (sanitizer runtimes cannot share one):
 #   scripts/sanitize.sh thread   ThreadSanitizer (WSBENCH_TSAN) into build-tsan/: the engine and mode suites
-#                                (tests/engine, tests/modes, tests/modes/refit), where the scheduler, prepare
-#                                workers, commit and generation threads meet.
+#                                (tests/engine, modes, modes/refit, publication, publisher), where the scheduler,
+#                                prepare workers, commit, generation and codec threads meet.
 #   scripts/sanitize.sh address  ASan+UBSan (WSBENCH_SANITIZE) into build-asan-tests/: the unit and fault suites
-#                                (tests/models, modes, modes/refit, engine, faults, reports, harness). Not the
+#                                (tests/core, models, publication, publisher, modes, modes/refit, engine,
+#                                engine_api, faults, reports, harness, cli). Not the
 #                                soak: ASan's quarantine keeps freed memory resident, so its RSS-flatness verdict
 #                                would judge the sanitizer, not wsbench.
 # Only those test executables and their libraries are built (plus the wsbench executable the fault and harness
@@ -16,9 +17,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-}
 case "$mode" in
-  thread) dir=build-tsan; option=-DWSBENCH_TSAN=ON; suites=(engine modes modes/refit) ;;
+  thread) dir=build-tsan; option=-DWSBENCH_TSAN=ON; suites=(engine modes modes/refit publication publisher) ;;
   address) dir=build-asan-tests; option=-DWSBENCH_SANITIZE=ON
-           suites=(models modes modes/refit engine faults reports harness) ;;
+           suites=(core models publication publisher modes modes/refit engine engine_api faults reports harness cli) ;;
   *) echo "usage: scripts/sanitize.sh thread|address [ctest arguments]" >&2; exit 2 ;;
 esac
 shift
@@ -38,16 +39,16 @@ fi
 cmake -S . -B "$dir" "$option" -DWSBENCH_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "${cuda[@]}" "${launcher[@]}" >/dev/null
 
-# One executable per tests/<suite>/*.cpp, named as tests/CMakeLists.txt (wsb_add_tests) names it; the ctest label
+# One executable per tests/<suite>/test_*.cpp, named as tests/CMakeLists.txt (wsbench_add_tests) names it; the ctest label
 # of a suite is its folder with '/' as '_'.
 targets=()
 labels=()
 for suite in "${suites[@]}"; do
   prefix=${suite//\//_}
   labels+=("$prefix")
-  for src in tests/"$suite"/*.cpp; do
+  for src in tests/"$suite"/test_*.cpp; do
     stem=$(basename "$src" .cpp)
-    targets+=("test_${prefix}_${stem}")
+    targets+=("test_${prefix}_${stem#test_}")
   done
 done
 ctest_select=(-L "^($(IFS='|'; echo "${labels[*]}"))\$")

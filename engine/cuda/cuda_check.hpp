@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::cuda_ops {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_ops.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace {

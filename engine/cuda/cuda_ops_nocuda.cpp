@@ -1,7 +1,7 @@
 // Build of engine/cuda/cuda_ops.hpp without CUDA: no devices; every operation refuses with Error(Resource).
 #ifndef WSBENCH_HAVE_CUDA
 #include "engine/cuda/cuda_ops.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::cuda_ops {
 namespace {

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::cupti_activity {
 namespace {
@@ -145,7 +145,7 @@ void begin() {
     g_records = CuptiRecords{};
     g_collecting = true;
   }
-  const char* hint = " (another CUPTI subscriber such as Nsight Systems may be attached: set WSB_CUPTI=0)";
+  const char* hint = " (another CUPTI subscriber such as Nsight Systems may be attached: set WSBENCH_CUPTI=0)";
   CUptiResult r = a.enable(CUPTI_ACTIVITY_KIND_MEMCPY);
   if (r != CUPTI_SUCCESS) {
     std::lock_guard<std::mutex> lock(g_mu);

@@ -1,7 +1,7 @@
 // Build of engine/cuda/cupti_activity.hpp without CUDA: CUPTI never loads.
 #ifndef WSBENCH_HAVE_CUDA
 #include "engine/cuda/cupti_activity.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::cupti_activity {
 

@@ -12,7 +12,7 @@
 
 #include "engine/cuda/cuda_ops.hpp"
 #include "engine/cuda/cupti_activity.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace {
@@ -87,8 +87,8 @@ nlohmann::json cupti_json(const CuptiSummary& s) {
 }
 
 std::string CuptiTracer::unavailable_reason() {
-  const char* env = std::getenv("WSB_CUPTI");
-  if (env != nullptr && std::string(env) == "0") return "disabled by WSB_CUPTI=0";
+  const char* env = std::getenv("WSBENCH_CUPTI");
+  if (env != nullptr && std::string(env) == "0") return "disabled by WSBENCH_CUPTI=0";
   if (!cuda_ops::built()) return "built without CUDA";
   if (cuda_ops::visible_devices() == 0) return "no CUDA device";
   return cupti_activity::load_error();

@@ -3,7 +3,7 @@
 // achieved GB/s while copying, copy time vs the pause). CUPTI is opened with dlopen at run time, so the binary has
 // no link dependency on it and a machine without it still runs everything else (engine/cuda/cupti_activity.hpp).
 //
-// CUPTI allows one subscriber per process (a profiler such as Nsight Systems is one): set WSB_CUPTI=0 to turn the
+// CUPTI allows one subscriber per process (a profiler such as Nsight Systems is one): set WSBENCH_CUPTI=0 to turn the
 // tracer off, e.g. when running under nsys.
 #include <cstdint>
 #include <string>
@@ -63,7 +63,7 @@ class CuptiTracer {
   CuptiTracer(const CuptiTracer&) = delete;
   CuptiTracer& operator=(const CuptiTracer&) = delete;
 
-  /// "" when tracing can run here; otherwise why not: "disabled by WSB_CUPTI=0", "built without CUDA", "no CUDA
+  /// "" when tracing can run here; otherwise why not: "disabled by WSBENCH_CUPTI=0", "built without CUDA", "no CUDA
   /// device", or "libcupti not loadable (tried ...): <dlerror>".
   static std::string unavailable_reason();
 
@@ -71,7 +71,7 @@ class CuptiTracer {
   /// already active in this process" when any tracer (this one included) is active. When unavailable_reason() is
   /// not empty, nothing is enabled and stop() returns enabled = false with that reason as its note. Throws
   /// Error(Resource) naming the CUPTI call and its error when CUPTI refuses (e.g. another subscriber such as nsys:
-  /// set WSB_CUPTI=0), leaving no tracer active.
+  /// set WSBENCH_CUPTI=0), leaving no tracer active.
   void start();
   /// Flushes every buffer, disables the kinds and summarizes what was recorded since start(). Call it after the
   /// traced work completed (e.g. after DeviceStorages::synchronize()): CUPTI only delivers records with end

@@ -3,7 +3,7 @@
 
 #include "engine/cuda/cuda_check.hpp"
 #include "engine/cuda/delta_ops.hpp"
-#include "models/core/digest64_terms.hpp"
+#include "core/digest64_terms.hpp"
 
 namespace wsb::cuda_ops {
 namespace {

@@ -6,7 +6,7 @@
 
 namespace wsb::cuda_ops {
 
-/// Term sum of digest64 (models/core/digest64.hpp) over `bytes` bytes at device address `p` (8-byte aligned) on
+/// Term sum of digest64 (core/digest64.hpp) over `bytes` bytes at device address `p` (8-byte aligned) on
 /// `device`, reduced into the device word `slot` (8 bytes, reset here) on `stream`; waits for the stream and
 /// returns the sum. Throws Error(Io) naming `what` on a CUDA failure.
 uint64_t digest64_sum_device(int device, const void* p, uint64_t bytes, uint64_t* slot, void* stream,

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "engine/cuda/delta_ops.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::cuda_ops {
 

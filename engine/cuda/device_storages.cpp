@@ -12,8 +12,8 @@
 
 #include "engine/cuda/cuda_ops.hpp"
 #include "engine/cuda/delta_ops.hpp"
-#include "models/core/digest64.hpp"
-#include "models/core/errors.hpp"
+#include "core/digest64.hpp"
+#include "core/errors.hpp"
 #include "modes/sync/rank_image.hpp"
 
 namespace wsb {

@@ -17,7 +17,7 @@ struct H2dFloor {
   double gbps = 0;
 };
 
-/// Defaults of `wsbench physics` and of profiler cells (issue 4: chunk sizes 16..1024 MiB).
+/// Defaults of `wsbench physics` and of profiler cells: chunk sizes 16..1024 MiB.
 inline constexpr uint64_t kH2dFloorTotalBytes = 1ull << 30;
 inline constexpr int kH2dFloorStreams = 2;
 inline constexpr int kH2dFloorRepeats = 3;

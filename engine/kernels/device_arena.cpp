@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "engine/kernels/cuda_util.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::dk {
 

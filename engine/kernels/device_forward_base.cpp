@@ -8,7 +8,7 @@
 
 #include "engine/kernels/cuda_util.hpp"
 #include "engine/kernels/view_checks.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::dk {
 

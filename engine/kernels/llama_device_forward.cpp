@@ -8,7 +8,7 @@
 #include "engine/kernels/cuda_util.hpp"
 #include "engine/kernels/device_forward_base.hpp"
 #include "engine/kernels/device_kernels.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
 #include "models/layout/llama_layout.hpp"
 #include "models/profile/llama_family.hpp"

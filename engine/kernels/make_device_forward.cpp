@@ -4,7 +4,7 @@
 #include "engine/kernels/device_forward.hpp"
 #include "engine/kernels/llama_device_forward.hpp"
 #include "engine/kernels/moe_device_forwards.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 

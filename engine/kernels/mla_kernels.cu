@@ -5,7 +5,7 @@
 
 #include "engine/kernels/cuda_util.hpp"
 #include "engine/kernels/moe_kernels.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::dk {
 namespace {

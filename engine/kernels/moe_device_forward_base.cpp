@@ -7,7 +7,7 @@
 
 #include "engine/kernels/cuda_util.hpp"
 #include "engine/kernels/moe_kernels.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
 
 namespace wsb::dk {

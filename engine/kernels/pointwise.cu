@@ -6,7 +6,7 @@
 #include "engine/kernels/cuda_util.hpp"
 #include "engine/kernels/device_kernels.hpp"
 #include "engine/kernels/kernel_common.cuh"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::dk {
 namespace {

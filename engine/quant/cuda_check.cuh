@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::quant {
 

@@ -4,14 +4,14 @@
 // it on the host against nvfp4_scale_offset and the host transform. C++17, no CUDA headers.
 #include <cstdint>
 
-#include "engine/quant/matvec_math.hpp"  // WSB_HD
+#include "engine/quant/matvec_math.hpp"  // WSBENCH_HD
 
 namespace wsb::quant {
 
 /// For byte `o` of a swizzled runtime tensor [E, Mp, Kp] (Mp % 128 == 0, Kp % 4 == 0) whose gathered source is
 /// [E, m_count, k_count] row-major: the index of the gathered byte stored there, or -1 for padding. Inverts
 ///   o = e*Mp*Kp + mt*128*Kp + kt*512 + r32*16 + r4*4 + k4,  m = 128*mt + 32*r4 + r32,  k = 4*kt + k4.
-WSB_HD int64_t nvfp4_swizzle_source(int64_t mp, int64_t kp, int64_t m_count, int64_t k_count, int64_t o) {
+WSBENCH_HD int64_t nvfp4_swizzle_source(int64_t mp, int64_t kp, int64_t m_count, int64_t k_count, int64_t o) {
   const int64_t per_expert = mp * kp, tile = 128 * kp;
   const int64_t e = o / per_expert, w = o % per_expert;
   const int64_t mt = w / tile, in_tile = w % tile;

@@ -6,7 +6,7 @@
 #include "engine/quant/device_staging.hpp"
 #include "engine/quant/device_util.hpp"
 #include "engine/quant/nvfp4_swizzle_device.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 

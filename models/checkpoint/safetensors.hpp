@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "models/core/errors.hpp"
-#include "models/core/tensor_spec.hpp"
+#include "core/errors.hpp"
+#include "core/tensor_spec.hpp"
 
 namespace wsb {
 

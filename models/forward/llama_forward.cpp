@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
 #include "models/forward/weight_kernels.hpp"
 #include "models/layout/llama_layout.hpp"

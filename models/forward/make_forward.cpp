@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/forward/llama_forward.hpp"
 #include "models/forward/moe_forward.hpp"
 #include "models/profile/llama_family.hpp"

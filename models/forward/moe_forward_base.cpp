@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
 
 namespace wsb {

@@ -6,7 +6,7 @@
 #include <array>
 #include <cstring>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/moe_access.hpp"
 #include "models/profile/moe_family.hpp"
 #include "models/quant/codecs.hpp"

@@ -6,8 +6,8 @@
 #include <bit>
 #include <cstring>
 
-#include "models/core/errors.hpp"
-#include "models/core/numeric.hpp"
+#include "core/errors.hpp"
+#include "core/numeric.hpp"
 
 namespace wsb {
 

@@ -4,7 +4,7 @@
 // how many rows are computed together (interleaving rows only adds instruction-level parallelism).
 #include <cstdint>
 
-#include "models/core/dtype.hpp"
+#include "core/dtype.hpp"
 
 namespace wsb {
 

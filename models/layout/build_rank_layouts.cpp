@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/llama_layout.hpp"
 #include "models/layout/moe_layout.hpp"
 #include "models/profile/llama_family.hpp"

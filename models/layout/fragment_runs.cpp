@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/transform/transform.hpp"
 
 namespace wsb {

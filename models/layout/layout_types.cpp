@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 
 namespace wsb {

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/llama_family.hpp"
 
 namespace wsb {

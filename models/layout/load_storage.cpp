@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/fragment_runs.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/transform/fp8_channel.hpp"

@@ -1,7 +1,7 @@
 // deepseek_v3 TP layout: MLA attention and NVFP4 routed experts (storage list and conventions: moe_layout.hpp).
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/moe_layout.hpp"
 #include "models/layout/moe_parts.hpp"
 #include "models/profile/llama_family.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "models/core/tensor_spec.hpp"
+#include "core/tensor_spec.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {

@@ -30,7 +30,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 

@@ -2,7 +2,7 @@
 // Canonical (Hugging Face checkpoint) tensors of the MoE families; ModelProfile::canonical_tensors dispatches here.
 #include <vector>
 
-#include "models/core/tensor_spec.hpp"
+#include "core/tensor_spec.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {

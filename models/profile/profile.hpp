@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/core/tensor_spec.hpp"
+#include "core/tensor_spec.hpp"
 
 namespace wsb {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {

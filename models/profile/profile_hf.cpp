@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/json_fields.hpp"
 #include "models/profile/llama_family.hpp"
 #include "models/profile/profile.hpp"

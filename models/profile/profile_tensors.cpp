@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 #include "models/profile/moe_tensors.hpp"

@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-#include "models/core/tensor_spec.hpp"
+#include "core/tensor_spec.hpp"
 #include "models/quant/quant_role.hpp"
 
 namespace wsb {

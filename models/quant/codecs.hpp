@@ -10,7 +10,7 @@
 //   infinity or NaN. Two codes share one byte in checkpoints (low nibble = even element).
 // - E8M0 (MX scale, safetensors F8_E8M0, torch float8_e8m0fnu): an unsigned biased exponent, value
 //   2^(code - 127); 0xFF is NaN; code 0 is 2^-127.
-// - BF16 lives in models/core/numeric.hpp (bf16_to_float / float_to_bf16).
+// - BF16 lives in core/numeric.hpp (bf16_to_float / float_to_bf16).
 #include <array>
 #include <cstdint>
 

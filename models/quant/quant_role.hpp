@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "models/core/tensor_spec.hpp"
+#include "core/tensor_spec.hpp"
 
 namespace wsb {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/transform/fp8_channel.hpp"
 #include "models/transform/mxfp4.hpp"
 #include "models/transform/nvfp4.hpp"

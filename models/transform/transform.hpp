@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "models/core/tensor_spec.hpp"
+#include "core/tensor_spec.hpp"
 
 namespace wsb {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/refit/bucket.hpp"
 
 namespace wsb::refit {

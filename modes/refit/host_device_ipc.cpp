@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::refit {
 namespace {

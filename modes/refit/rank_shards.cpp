@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::refit {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/refit/stream_aligner.hpp"
 
 namespace wsb::refit {

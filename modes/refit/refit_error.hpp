@@ -3,7 +3,7 @@
 // the weight concerned, so the same text can be raised on every rank of the engine at once.
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::refit {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "models/core/tensor_spec.hpp"
+#include "core/tensor_spec.hpp"
 
 namespace wsb::refit {
 

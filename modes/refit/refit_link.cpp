@@ -110,15 +110,10 @@ class CudaIpcLink final : public RefitLink {
 
 }  // namespace
 
-const std::vector<std::string>& refit_transport_names() {
-  static const std::vector<std::string> names{"inproc", "shm", "cuda-ipc"};
-  return names;
-}
-
 std::unique_ptr<RefitLink> open_link(const LinkSetup& setup) {
-  if (setup.transport == "inproc") return std::make_unique<InProcLink>(setup);
-  if (setup.transport == "shm") return std::make_unique<ShmLink>(setup);
-  if (setup.transport == "cuda-ipc") {
+  if (setup.transport == RefitTransport::Inproc) return std::make_unique<InProcLink>(setup);
+  if (setup.transport == RefitTransport::Shm) return std::make_unique<ShmLink>(setup);
+  if (setup.transport == RefitTransport::CudaIpc) {
     if (setup.trainer == nullptr || setup.ipc == nullptr ||
         setup.rank_devices.size() != static_cast<size_t>(setup.ranks)) {
       throw Error(ErrorKind::Mismatch,
@@ -129,9 +124,7 @@ std::unique_ptr<RefitLink> open_link(const LinkSetup& setup) {
     }
     return std::make_unique<CudaIpcLink>(setup);
   }
-  const auto& names = refit_transport_names();
-  throw Error(ErrorKind::Format,
-              fmt::format("refit mode: transport '{}' is unknown (known: {})", setup.transport, fmt::join(names, ", ")));
+  throw Error(ErrorKind::Format, fmt::format("refit mode: transport {} is unknown", static_cast<int>(setup.transport)));
 }
 
 }  // namespace wsb::refit

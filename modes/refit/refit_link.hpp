@@ -11,18 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "core/sync_options.hpp"
 #include "modes/refit/device_ipc.hpp"
 #include "modes/refit/trainer_sim.hpp"
 #include "modes/refit/transport.hpp"
 
 namespace wsb::refit {
 
-/// Transport names a matrix cell may give, in the order a user would reach for them.
-const std::vector<std::string>& refit_transport_names();
-
 /// What opening a link needs.
 struct LinkSetup {
-  std::string transport;  ///< one of refit_transport_names()
+  RefitTransport transport = RefitTransport::Inproc;
   int ranks = 1;
   uint64_t bucket_bytes = 0;
   /// inproc / shm: runs sender rank r (stream_shard over the link's transport); called on the sender side.

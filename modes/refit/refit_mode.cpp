@@ -8,11 +8,11 @@
 #include <thread>
 
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/refit/receiver_group.hpp"
 #include "modes/refit/refit_link.hpp"
 #include "modes/refit/stream_aligner.hpp"
-#include "modes/store/store.hpp"
+#include "publication/store.hpp"
 #include "modes/sync/commit_copy.hpp"
 
 namespace wsb::refit {
@@ -22,7 +22,7 @@ constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kDefaultMinBucket = 64 * kMiB;
 
 uint64_t choose_bucket_bytes(const SyncContext& context, const RankShards& shards) {
-  if (context.refit_bucket_bytes != 0) return context.refit_bucket_bytes;
+  if (context.sync.refit.bucket_bytes != 0) return context.sync.refit.bucket_bytes;
   uint64_t largest = 0;
   for (const auto& rank : shards) {
     for (const ShardSlice& s : rank) largest = std::max(largest, s.spec.bytes());
@@ -45,12 +45,7 @@ uint64_t checked_bucket(uint64_t bucket, const RankShards& shards) {
 }
 
 const SyncContext& checked(const SyncContext& context) {
-  const auto& names = refit_transport_names();
-  if (std::find(names.begin(), names.end(), context.refit_transport) == names.end()) {
-    throw Error(ErrorKind::Format, fmt::format("refit mode: transport '{}' is unknown (known: {})",
-                                               context.refit_transport, fmt::join(names, ", ")));
-  }
-  if (context.refit_transport == "cuda-ipc" &&
+  if (context.sync.refit.transport == RefitTransport::CudaIpc &&
       (context.device_ipc == nullptr || context.rank_devices.size() != context.layouts.size())) {
     throw Error(ErrorKind::Mismatch,
                 fmt::format("refit mode: transport 'cuda-ipc' needs the cuda backend (device memory to export and "
@@ -64,7 +59,7 @@ const SyncContext& checked(const SyncContext& context) {
 
 HostMemory trainer_memory(const SyncContext& context) {
   // The cuda-ipc sender process maps the trainer's weights: they must live in memfds.
-  return context.refit_transport == "cuda-ipc" ? HostMemory::Shared : HostMemory::Private;
+  return context.sync.refit.transport == RefitTransport::CudaIpc ? HostMemory::Shared : HostMemory::Private;
 }
 
 /// First error of a refit, by time: the rank that detected a problem records it before it aborts the others.
@@ -111,7 +106,7 @@ RefitMode::RefitMode(SyncContext context)
       trainer_(context_.profile, shards_, trainer_memory(context_)),
       bucket_bytes_(checked_bucket(choose_bucket_bytes(context_, shards_), shards_)),
       pool_(bucket_bytes_, shards_.size(), std::nullopt,
-            context_.refit_transport == "cuda-ipc" ? context_.pinner : nullptr) {
+            context_.sync.refit.transport == RefitTransport::CudaIpc ? context_.pinner : nullptr) {
   const auto index = [this](const std::string& name) {
     const auto i = trainer_.image().index_of(name);
     if (!i) throw Error(ErrorKind::Missing, fmt::format("refit mode: no tensor '{}'", name));
@@ -147,7 +142,7 @@ void RefitMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
 void RefitMode::stream(PhaseLog& log) {
   ScopedPhase phase(log, "prepare.stream", Floor::HostMemcpy);
   const int ranks = static_cast<int>(shards_.size());
-  LinkSetup setup{.transport = context_.refit_transport,
+  LinkSetup setup{.transport = context_.sync.refit.transport,
                   .ranks = ranks,
                   .bucket_bytes = bucket_bytes_,
                   // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded here.
@@ -155,7 +150,7 @@ void RefitMode::stream(PhaseLog& log) {
                   .trainer = &trainer_,
                   .ipc = context_.device_ipc,
                   .rank_devices = context_.rank_devices,
-                  .base_gpu_id = context_.refit_base_gpu_id,
+                  .base_gpu_id = context_.sync.refit.base_gpu_id,
                   .sender_exe = context_.refit_sender_exe};
   std::unique_ptr<RefitLink> link = open_link(setup);
   Transport& transport = link->transport();

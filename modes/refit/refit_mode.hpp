@@ -23,7 +23,7 @@
 
 namespace wsb::refit {
 
-// Transports (refit_link.hpp, refit_transport_names): "inproc" (sender threads in the engine's process,
+// Transports (refit_link.hpp, core/sync_options.hpp RefitTransport): "inproc" (sender threads in the engine's process,
 // InProcTransport), "shm" (the senders on threads of a child process forked for each refit, buckets through a
 // shared-memory ring per rank, ShmTransport; a sender process that dies fails the refit on every rank, never hangs
 // it) and "cuda-ipc" (the senders in an exec'd `wsbench refit-sender` process, buckets through device rings it
@@ -31,7 +31,7 @@ namespace wsb::refit {
 
 class RefitMode final : public SyncMode {
  public:
-  /// Throws Error(Format) for an unknown context.refit_transport, Error(Mismatch) for cuda-ipc without the cuda
+  /// Throws Error(Mismatch) for cuda-ipc without the cuda
   /// backend's device IPC, Error(Mismatch) naming the weight and rank when a
   /// shard is larger than the bucket (senders never split a weight), and what plan_rank_shards throws.
   explicit RefitMode(SyncContext context);

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::refit {
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/refit/buffer_pool.hpp"
 #include "modes/refit/refit_layout.hpp"
 #include "modes/refit/transport.hpp"

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "models/core/phase_log.hpp"
+#include "core/phase_log.hpp"
 #include "modes/refit/rank_shards.hpp"
 #include "modes/refit/sender.hpp"
 #include "modes/sync/canonical_image.hpp"

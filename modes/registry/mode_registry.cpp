@@ -2,24 +2,20 @@
 
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/refit/refit_mode.hpp"
-#include "modes/sync/cpu_mode.hpp"
-#include "modes/sync/disk_mode.hpp"
+#include "modes/cpu/cpu_mode.hpp"
+#include "modes/disk/disk_mode.hpp"
 
 namespace wsb {
 
-const std::vector<std::string_view>& sync_mode_names() {
-  static const std::vector<std::string_view> names{"disk", "cpu", "refit"};
-  return names;
-}
-
-std::unique_ptr<SyncMode> make_sync_mode(std::string_view name, SyncContext context) {
-  if (name == "cpu") return std::make_unique<CpuMode>(std::move(context));
-  if (name == "disk") return std::make_unique<DiskMode>(std::move(context));
-  if (name == "refit") return std::make_unique<refit::RefitMode>(std::move(context));
-  throw Error(ErrorKind::Format,
-              fmt::format("unknown sync mode '{}' (known: {})", name, fmt::join(sync_mode_names(), ", ")));
+std::unique_ptr<SyncMode> make_sync_mode(SyncContext context) {
+  switch (context.sync.mode) {
+    case SyncModeKind::Cpu: return std::make_unique<CpuMode>(std::move(context));
+    case SyncModeKind::Disk: return std::make_unique<DiskMode>(std::move(context));
+    case SyncModeKind::Refit: return std::make_unique<refit::RefitMode>(std::move(context));
+  }
+  throw Error(ErrorKind::Format, fmt::format("sync mode {} is unknown", static_cast<int>(context.sync.mode)));
 }
 
 }  // namespace wsb

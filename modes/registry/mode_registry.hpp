@@ -8,11 +8,8 @@
 
 namespace wsb {
 
-/// "disk", "cpu", "refit", in that order.
-const std::vector<std::string_view>& sync_mode_names();
-
-/// The mode `name` over `context`. Throws Error(Format, "unknown sync mode 'X' (known: disk, cpu, refit)"), and
-/// what the mode's constructor throws.
-std::unique_ptr<SyncMode> make_sync_mode(std::string_view name, SyncContext context);
+/// The mode `context.sync.mode` over `context` (the names are core/sync_options.hpp's). Throws what the mode's
+/// constructor throws.
+std::unique_ptr<SyncMode> make_sync_mode(SyncContext context);
 
 }  // namespace wsb

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <memory>
 
-#include "models/core/errors.hpp"
-#include "modes/store/publication.hpp"
-#include "modes/store/store.hpp"
+#include "core/errors.hpp"
+#include "publication/publication.hpp"
+#include "publication/store.hpp"
 #include "modes/sync/rank_image.hpp"
 #include "modes/sync/work_queue.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "models/checkpoint/checkpoint.hpp"
-#include "models/core/phase_log.hpp"
+#include "core/phase_log.hpp"
 #include "models/profile/profile.hpp"
 #include "modes/sync/delta_fold.hpp"
 #include "modes/sync/host_buffer.hpp"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "models/core/nvtx.hpp"
+#include "core/nvtx.hpp"
 
 namespace wsb {
 

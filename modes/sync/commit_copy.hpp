@@ -3,7 +3,7 @@
 // of every rank image into the live storages.
 #include <vector>
 
-#include "models/core/phase_log.hpp"
+#include "core/phase_log.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "modes/sync/fault_point.hpp"
 #include "modes/sync/rank_image.hpp"

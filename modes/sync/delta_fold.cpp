@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "models/core/checksum.hpp"
-#include "models/core/errors.hpp"
-#include "modes/codec/xor_stream.hpp"
+#include "core/checksum.hpp"
+#include "core/errors.hpp"
+#include "publication/xor_stream.hpp"
 #include "models/quant/code_check.hpp"
 
 namespace wsb {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "models/core/tensor_spec.hpp"
-#include "modes/codec/delta_codec.hpp"
-#include "modes/store/publication.hpp"
+#include "core/tensor_spec.hpp"
+#include "publication/delta_codec.hpp"
+#include "publication/publication.hpp"
 
 namespace wsb {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <new>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "models/core/digest64.hpp"
-#include "models/core/errors.hpp"
+#include "core/digest64.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace {

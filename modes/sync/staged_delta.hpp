@@ -14,7 +14,7 @@
 //   u64 segment_count S, u64 entry_count T,
 //   S x {u64 storage address (where it lives), u64 first entry, u64 entries, u64 storage bytes},
 //   T x u32 word index, T x u32 value (segments in order, each segment's entries ascending).
-// Its digest64 (models/core/digest64.hpp), computed on the host while packing and again where it is staged,
+// Its digest64 (core/digest64.hpp), computed on the host while packing and again where it is staged,
 // proves the upload intact before the pause; commit re-checks it before the gate closes.
 #include <cstdint>
 #include <span>

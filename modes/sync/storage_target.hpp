@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "models/core/phase_log.hpp"
+#include "core/phase_log.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "modes/sync/staged_delta.hpp"
 

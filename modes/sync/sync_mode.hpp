@@ -9,11 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/sync_options.hpp"
 #include "models/checkpoint/checkpoint.hpp"
-#include "models/core/phase_log.hpp"
+#include "core/phase_log.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
-#include "modes/store/store.hpp"
+#include "publication/store.hpp"
 #include "modes/sync/fault_point.hpp"
 #include "modes/sync/host_buffer.hpp"
 #include "modes/sync/storage_target.hpp"
@@ -33,21 +34,16 @@ struct SyncContext {
   int threads = 2;                     ///< prepare worker threads
   /// Pins rank images and commit staging (CUDA backend); null on the CPU backend. Must outlive the mode.
   const HostPinner* pinner = nullptr;
-  /// cpu mode: "full" (copy every rank image in the pause) or "device-delta" (modes/sync/staged_delta.hpp).
-  std::string commit_strategy = "full";
+  /// The mode and its settings (cpu: commit strategy; refit: transport, bucket size, base GPU id).
+  SyncOptions sync{};
   /// The live storages the engine commits into, for what prepare may do where they live without mutating them
   /// (device-delta: digests of the live bytes, staging the delta). Null when the engine gives none.
   StorageTarget* live = nullptr;
-  /// refit mode: the transport between the trainer simulator and the receivers ("inproc" | "shm") and the
-  /// bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB, at least 64 MiB).
-  std::string refit_transport = "inproc";
-  uint64_t refit_bucket_bytes = 0;
   /// refit mode, transport "cuda-ipc": device memory export/import (the CUDA backend's, engine/cuda/cuda_ipc.hpp;
-  /// null on the CPU backend, which refuses the transport), the local GPU of each TP rank, the physical id of local
-  /// GPU 0 (SGLang's base_gpu_id) and the `wsbench` executable its sender process runs (empty: searched).
+  /// null on the CPU backend, which refuses the transport), the local GPU of each TP rank and the `wsbench`
+  /// executable its sender process runs (empty: searched).
   const refit::DeviceIpc* device_ipc = nullptr;
   std::vector<int> rank_devices{};
-  int refit_base_gpu_id = 0;
   std::filesystem::path refit_sender_exe{};
   /// Crash and resource tests only (modes/sync/fault_point.hpp): called at every fault site; empty in production.
   FaultHook fault_hook{};
@@ -59,10 +55,6 @@ struct ModeMemory {
   uint64_t rank_image_bytes = 0;
   uint64_t staging_bytes = 0;
 };
-
-/// Commit strategies of the cpu mode, in the order a user would reach for them.
-inline constexpr std::string_view kCommitFull = "full";
-inline constexpr std::string_view kCommitDeviceDelta = "device-delta";
 
 /// Every mode prepares and commits every storage (no sparsity assumption). prepare() must never touch live
 /// storages and must leave the mode consistent when it throws; commit() is the only mutation of live storages.

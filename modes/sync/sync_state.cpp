@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "models/core/errors.hpp"
-#include "modes/store/store.hpp"
+#include "core/errors.hpp"
+#include "publication/store.hpp"
 
 namespace wsb {
 

@@ -18,9 +18,9 @@
 #include <fmt/format.h>
 
 #include "engine/engine.hpp"
-#include "harness/http_engine_client.hpp"
+#include "engine_api/http_engine_client.hpp"
 #include "harness/profiler.hpp"
-#include "modes/publisher/publisher.hpp"
+#include "publisher/publisher.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/param_names.hpp"
@@ -111,7 +111,7 @@ TEST_P(CommitFailure, RankFailingAfterMutationStartedStopsTheEngine) {
   test::publish_tiny(store, 2, kSeed, DeltaEncoding::Xor, profile.id);
   write_full_checkpoint(profile, kSeed, 1, std::nullopt, dir / "native1");
   auto native = [&](const fs::path& checkpoint, uint32_t version) {
-    Engine e(EngineOptions{profile, 2, mode(), store, dir / fmt::format("native-work{}", version), 2});
+    Engine e(EngineOptions{profile, 2, test::sync_of(mode()), store, dir / fmt::format("native-work{}", version), 2});
     e.load_native(checkpoint, version);
     return test::served(e, kPrompt);
   };
@@ -121,7 +121,7 @@ TEST_P(CommitFailure, RankFailingAfterMutationStartedStopsTheEngine) {
   const std::vector<RankLayout> layouts = build_rank_layouts(profile, 2);
   const std::string failed_storage = layouts[1].storages[0].name;
   const std::string injected = fmt::format("injected: rank 1 lost its device after writing '{}'", failed_storage);
-  EngineOptions options{profile, 2, mode(), store, dir / "work", 2};
+  EngineOptions options{profile, 2, test::sync_of(mode()), store, dir / "work", 2};
   options.fault_hook = [&](const FaultSite& site) {
     if (site.point == FaultPoint::CommitStorageWritten && site.rank == 1 && site.index == 0) {
       throw Error(ErrorKind::Io, injected);
@@ -202,14 +202,14 @@ INSTANTIATE_TEST_SUITE_P(Tiny, CommitFailure,
 
 EngineLaunch serve_launch(const fs::path& dir, const std::string& mode) {
   EngineLaunch launch;
-  launch.profile = test::tiny_profile();
-  launch.tp = 2;
-  launch.mode = mode;
-  launch.store = dir / "store";
-  launch.workdir = dir / "work";
+  launch.options.profile = test::tiny_profile();
+  launch.options.tp = 2;
+  launch.options.sync = test::sync_of(mode);
+  launch.options.store = dir / "store";
+  launch.options.workdir = dir / "work";
   launch.engine = "http";
-  launch.server.self = fs::path(WSB_BINARY_DIR) / "wsbench";
-  launch.server.profiles_dir = WSB_PROFILES_DIR;
+  launch.server.self = fs::path(WSBENCH_BINARY_DIR) / "wsbench";
+  launch.server.profiles_dir = WSBENCH_PROFILES_DIR;
   launch.server.command = default_serve_command(launch);
   launch.server.command.insert(launch.server.command.end(), {"--fault", "fail-in-commit"});
   launch.server.ready_timeout_s = 30;
@@ -229,8 +229,8 @@ TEST_P(ServeFailInCommit, HealthFailsAndGenerateIsRefused) {
   test::TempDir dir;
   test::publish_tiny(dir / "store", 1, kSeed);
   const EngineLaunch launch = serve_launch(dir.path(), GetParam());
-  fs::create_directories(launch.workdir);
-  HttpEngineClient client(launch, Store(launch.store).update_dir(0), 0);
+  fs::create_directories(launch.options.workdir);
+  HttpEngineClient client(launch, Store(launch.options.store).update_dir(0), 0);
   client.prepare(1);
   test::expect_error([&] { client.commit(1); }, ErrorKind::Fatal,
                      {"POST /commit_weight_update: HTTP 500: " + serve_reason()});
@@ -254,7 +254,7 @@ TEST_P(ServeFailInCommit, TheProfilerTrialReportsTheFailedCommitAndTheStoppedEng
   test::TempDir dir;
   MatrixCell cell;
   cell.model = "llama-tiny-bf16";
-  cell.mode = GetParam();
+  cell.sync = test::sync_of(GetParam());
   cell.engine = "http";
   cell.tp = 2;
   cell.n = 1;
@@ -264,8 +264,8 @@ TEST_P(ServeFailInCommit, TheProfilerTrialReportsTheFailedCommitAndTheStoppedEng
   cell.server_ready_timeout_s = 30;
   cell.server_command = default_serve_command(EngineLaunch{});
   cell.server_command.insert(cell.server_command.end(), {"--fault", "fail-in-commit"});
-  CellRunOptions options{WSB_PROFILES_DIR, dir / "work", false};
-  options.self = fs::path(WSB_BINARY_DIR) / "wsbench";
+  CellRunOptions options{WSBENCH_PROFILES_DIR, dir / "work", false};
+  options.self = fs::path(WSBENCH_BINARY_DIR) / "wsbench";
   const json result = run_cell(cell, options);
   ASSERT_EQ(result["status"], "fail") << result.dump(2);
   ASSERT_EQ(result["trials"].size(), 1u) << result.dump(2);

@@ -17,8 +17,8 @@
 
 #include "engine/engine.hpp"
 #include "models/checkpoint/checkpoint.hpp"
-#include "modes/publisher/publisher.hpp"
-#include "modes/sync/disk_mode.hpp"
+#include "publisher/publisher.hpp"
+#include "modes/disk/disk_mode.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/param_names.hpp"
@@ -40,7 +40,7 @@ constexpr int kChildThrew = 4;
 [[noreturn]] void child(const ModelProfile& profile, const fs::path& store, const fs::path& workdir, size_t kill_at,
                         int ready) {
   std::atomic<bool> armed{false};
-  EngineOptions options{profile, 2, "disk", store, workdir, 2};
+  EngineOptions options{profile, 2, test::sync_of("disk"), store, workdir, 2};
   options.fault_hook = [&](const FaultSite& site) {
     if (!armed || site.point != FaultPoint::DiskCheckpointWrite || site.index != kill_at) return;
     const char byte = 'k';
@@ -129,7 +129,7 @@ TEST_P(CrashRecovery, KillNineDuringMaterializationIsReseededAndExact) {
   }
 
   // The restarted server boots from v1's FULL checkpoint on the same workdir and prepares v2 again.
-  Engine engine(EngineOptions{profile, 2, "disk", store, workdir, 2});
+  Engine engine(EngineOptions{profile, 2, test::sync_of("disk"), store, workdir, 2});
   engine.load_native(full1, 1);
   const auto& disk = dynamic_cast<const DiskMode&>(engine.mode());
   EXPECT_FALSE(disk.read_state().has_value());  // detected as unverified
@@ -143,7 +143,7 @@ TEST_P(CrashRecovery, KillNineDuringMaterializationIsReseededAndExact) {
   EXPECT_EQ(state->seeded_from, 0u);  // from the FULL v0 publication, not the crashed v1 checkpoint
   engine.commit(2);
 
-  Engine native(EngineOptions{profile, 2, "disk", store, dir / "native-work", 2});
+  Engine native(EngineOptions{profile, 2, test::sync_of("disk"), store, dir / "native-work", 2});
   native.load_native(full2, 2);
   const test::Served reference = test::served(native, kPrompt);
   const test::Served updated = test::served(engine, kPrompt);

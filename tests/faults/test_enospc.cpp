@@ -9,8 +9,8 @@
 
 #include "engine/engine.hpp"
 #include "models/forward/forward.hpp"
-#include "modes/publisher/publisher.hpp"
-#include "modes/sync/disk_mode.hpp"
+#include "publisher/publisher.hpp"
+#include "modes/disk/disk_mode.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/small_fs.hpp"
 #include "tests/support/test_support.hpp"
@@ -54,7 +54,7 @@ TEST_P(Enospc, FullDiskFailsPrepareNamingTheFileAndBytesAndChangesNothing) {
   const fs::path workdir = small->dir() / "work";
   fs::create_directories(workdir);
 
-  Engine engine(EngineOptions{profile, 2, "disk", store, workdir, 2});
+  Engine engine(EngineOptions{profile, 2, test::sync_of("disk"), store, workdir, 2});
   engine.load_native(full0, 0);
   const test::Served before = test::served(engine, kPrompt);
   const auto pointers = engine.storage_pointers();
@@ -86,7 +86,7 @@ TEST_P(Enospc, FullDiskFailsPrepareNamingTheFileAndBytesAndChangesNothing) {
   engine.commit(1);
   const fs::path full1 = dir / "native1";
   write_full_checkpoint(profile, kSeed, 1, std::nullopt, full1);
-  Engine native(EngineOptions{profile, 2, "disk", store, dir / "native-work", 2});
+  Engine native(EngineOptions{profile, 2, test::sync_of("disk"), store, dir / "native-work", 2});
   native.load_native(full1, 1);
   const test::Served reference = test::served(native, kPrompt);
   EXPECT_EQ(test::served(engine, kPrompt), reference);

@@ -13,11 +13,11 @@
 #include <fmt/format.h>
 
 #include "engine/engine.hpp"
-#include "models/core/checksum.hpp"
-#include "models/core/errors.hpp"
+#include "core/checksum.hpp"
+#include "core/errors.hpp"
 #include "models/forward/forward.hpp"
 #include "models/quant/quant_role.hpp"
-#include "modes/codec/zstd_frame.hpp"
+#include "publication/zstd_frame.hpp"
 #include "tests/support/store_edit.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/param_names.hpp"
@@ -96,7 +96,7 @@ struct Preset {
   const Served& reference(uint32_t version, const std::string& mode) {
     auto it = native.find(version);
     if (it != native.end()) return it->second;
-    Engine engine(EngineOptions{profile, 2, mode, dir / "unused-store", dir / ("native-work" + std::to_string(version)), 2});
+    Engine engine(EngineOptions{profile, 2, test::sync_of(mode), dir / "unused-store", dir / ("native-work" + std::to_string(version)), 2});
     engine.load_native(native_dir(version), version);
     return native[version] = served(engine);
   }
@@ -124,7 +124,7 @@ class Faults : public ::testing::TestWithParam<std::tuple<std::string, std::stri
   void start(DeltaEncoding encoding = DeltaEncoding::Xor) {
     encoding_ = encoding;
     fs::copy(p().store(encoding), store(), fs::copy_options::recursive);
-    engine_ = std::make_unique<Engine>(EngineOptions{p().profile, 2, mode(), store(), dir_ / "work", 2});
+    engine_ = std::make_unique<Engine>(EngineOptions{p().profile, 2, test::sync_of(mode()), store(), dir_ / "work", 2});
     engine_->load_native(Store(store()).update_dir(0), 0);
     editor_ = std::make_unique<test::StoreEditor>(store());
   }

@@ -1,11 +1,11 @@
-// CUDA cells are refused before any trial when the machine has no CUDA device (issue 4, "Bad input").
+// CUDA cells are refused before any trial when the machine has no CUDA device.
 #include <gtest/gtest.h>
 
 #include "engine/cuda/cuda_ops.hpp"
 #include "harness/matrix.hpp"
 #include "harness/physics.hpp"
 #include "harness/runner.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace {
@@ -22,7 +22,7 @@ TEST(DevicePreflight, CudaCellWithoutDeviceIsRefusedNamingCellAndNeed) {
   if (cuda_ops::visible_devices() > 0) GTEST_SKIP() << "a CUDA device is present: the refusal path cannot run";
   const Matrix m = one_cuda_cell();
   try {
-    check_cells(m, m.cells, WSB_PROFILES_DIR);
+    check_cells(m, m.cells, WSBENCH_PROFILES_DIR);
     FAIL() << "a CUDA cell passed the preflight without a device";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Resource);
@@ -49,7 +49,7 @@ TEST(DevicePreflight, H2dFloorWithoutDeviceIsAnError) {
 TEST(DevicePreflight, CudaCellFitsOnTheDevice) {
   if (cuda_ops::visible_devices() == 0) GTEST_SKIP() << "no CUDA device";
   const Matrix m = one_cuda_cell();
-  EXPECT_NO_THROW(check_cells(m, m.cells, WSB_PROFILES_DIR));  // a tiny model fits any device
+  EXPECT_NO_THROW(check_cells(m, m.cells, WSBENCH_PROFILES_DIR));  // a tiny model fits any device
   FloorMeasurement floors;
   add_h2d_floors(floors, 2, 2);
   EXPECT_EQ(floors.h2d.size(), static_cast<size_t>(4 * cuda_ops::visible_devices()));  // 16, 64, 256, 1024 MiB

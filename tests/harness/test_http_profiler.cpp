@@ -8,10 +8,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 
-#include "harness/http_engine_client.hpp"
+#include "engine_api/http_engine_client.hpp"
 #include "harness/profiler.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -23,7 +24,7 @@ using json = nlohmann::json;
 MatrixCell http_cell(const std::string& mode, const std::vector<std::string>& faults = {}) {
   MatrixCell cell;
   cell.model = "llama-tiny-bf16";
-  cell.mode = mode;
+  cell.sync = test::sync_of(mode);
   cell.engine = "http";
   cell.tp = 2;
   cell.n = 1;
@@ -40,8 +41,8 @@ MatrixCell http_cell(const std::string& mode, const std::vector<std::string>& fa
 }
 
 json run(const MatrixCell& cell, const test::TempDir& dir) {
-  CellRunOptions options{WSB_PROFILES_DIR, dir / "work", false};
-  options.self = fs::path(WSB_BINARY_DIR) / "wsbench";
+  CellRunOptions options{WSBENCH_PROFILES_DIR, dir / "work", false};
+  options.self = fs::path(WSBENCH_BINARY_DIR) / "wsbench";
   return run_cell(cell, options);
 }
 
@@ -95,6 +96,21 @@ TEST_P(HttpProfilerCell, PassesEveryCheckAgainstWsbenchServe) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, HttpProfilerCell, ::testing::Values("disk", "cpu"));
 
+// An http cell runs the commit strategy its label names: the server gets --commit-strategy, so its prepare stages a
+// delta and its commit applies it (phases only the device-delta strategy has).
+TEST(HttpProfilerDeviceDelta, TheServerRunsTheCellsCommitStrategy) {
+  test::TempDir dir;
+  MatrixCell cell = http_cell("cpu");
+  cell.sync.cpu.commit_strategy = CommitStrategy::DeviceDelta;
+  cell.id = "tiny/cpu+device-delta/http";
+  const json result = run(cell, dir);
+  ASSERT_EQ(result["status"], "pass") << result.dump(2);
+  std::set<std::string> phases;
+  for (const auto& phase : result["trials"][0]["phases"]) phases.insert(phase["name"]);
+  EXPECT_TRUE(phases.contains("prepare.delta_diff")) << result["trials"][0]["phases"].dump();
+  EXPECT_TRUE(phases.contains("commit.delta_apply")) << result["trials"][0]["phases"].dump();
+}
+
 TEST(HttpProfilerScaled, AScaledCellStartsServersOnTheBaseProfileWithItsScale) {
   // {model} is the base id and the scale goes as --layers: a scaled id is no profile file the server could find.
   test::TempDir dir;
@@ -105,7 +121,7 @@ TEST(HttpProfilerScaled, AScaledCellStartsServersOnTheBaseProfileWithItsScale) {
   ASSERT_EQ(result["status"], "pass") << result.dump(2);
   ProfileScale scale;
   scale.layers = 1;
-  const ModelProfile scaled = scale_profile(find_profile("llama-tiny-bf16", WSB_PROFILES_DIR), scale);
+  const ModelProfile scaled = scale_profile(find_profile("llama-tiny-bf16", WSBENCH_PROFILES_DIR), scale);
   EXPECT_EQ(result["bytes"]["canonical"].get<uint64_t>(), scaled.canonical_bytes());
 }
 
@@ -199,7 +215,7 @@ TEST(HttpMatrix, FailedServersFailTheirCellsTheMatrixGoesOnAndExitsNonZero) {
   std::ofstream(matrix_path) << matrix.dump(2);
   const fs::path out = dir / "out";
   const std::string command = fmt::format("'{}/wsbench' --profiles '{}' run '{}' --quiet --out '{}' > '{}.log' 2>&1",
-                                          WSB_BINARY_DIR, WSB_PROFILES_DIR, matrix_path.string(), out.string(),
+                                          WSBENCH_BINARY_DIR, WSBENCH_PROFILES_DIR, matrix_path.string(), out.string(),
                                           out.string());
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status));

@@ -5,7 +5,8 @@
 #include <set>
 
 #include "harness/matrix.hpp"
-#include "models/core/errors.hpp"
+#include "reports/results_json.hpp"
+#include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
 
@@ -63,6 +64,42 @@ TEST(Matrix, ErrorsNameCellAndField) {
             "m.json: cell 0: field 'model' is required");
 }
 
+// A cell's sync options travel matrix -> results.json -> reports through the one record: every valid combination comes
+// back equal, with the same label.
+TEST(Matrix, SyncOptionsSurviveTheResultsFile) {
+  int combinations = 0;
+  for (const std::string& mode : sync_mode_names()) {
+    for (const std::string& strategy : commit_strategy_names()) {
+      for (const std::string& transport : refit_transport_names()) {
+        for (const uint64_t bytes : {uint64_t{0}, uint64_t{1} << 20}) {
+          MatrixCell cell;
+          cell.model = "llama-tiny-bf16";
+          cell.engine = "embedded-cuda";
+          cell.sync.mode = parse_sync_mode(mode);
+          if (cell.sync.mode == SyncModeKind::Cpu) {
+            cell.sync.cpu = {parse_commit_strategy(strategy), strategy == "full" ? 0 : bytes};
+          }
+          if (cell.sync.mode == SyncModeKind::Refit) {
+            cell.sync.refit = {parse_refit_transport(transport), bytes, transport == "cuda-ipc" ? 3 : 0};
+          }
+          cell.id = "c/" + cell.mode_label();
+          nlohmann::json j = cell.to_json();
+          j["status"] = "pass";
+          j["trials"] = nlohmann::json::array();
+          const Cell read = parse_cell(j, "cell");
+          EXPECT_EQ(read.sync, cell.sync) << j.dump();
+          EXPECT_EQ(read.mode_label(), cell.mode_label());
+          nlohmann::json back;
+          to_json(back, read);
+          EXPECT_EQ(back["bucket_bytes"], j["bucket_bytes"]) << j.dump();
+          ++combinations;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(combinations, 3 * 2 * 3 * 2);
+}
+
 TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
   const auto m = parse_matrix(nlohmann::json::parse(
                                   R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "bucket_bytes": 4096}]})"),
@@ -76,7 +113,7 @@ TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
   const auto ipc = parse_matrix(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "refit",
       "engine": "embedded-cuda", "transport": "cuda-ipc", "base_gpu_id": 2}]})"), "m.json");
   EXPECT_EQ(ipc.cells[0].id, "a/refit+cuda-ipc/native/tp1");
-  EXPECT_EQ(ipc.cells[0].base_gpu_id, 2);
+  EXPECT_EQ(ipc.cells[0].sync.refit.base_gpu_id, 2);
   EXPECT_EQ(ipc.cells[0].to_json()["base_gpu_id"], 2);
   EXPECT_EQ(matrix_error(nlohmann::json::parse(
                 R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "transport": "cuda-ipc"}]})")),
@@ -95,20 +132,20 @@ TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
 }
 
 TEST(Matrix, TheSmokeMatrixLoads) {
-  const auto m = load_matrix(std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
+  const auto m = load_matrix(std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
   // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; llama and kimi cpu+device-delta; tiny llama x both under
   // gvisor
   ASSERT_EQ(m.cells.size(), 15u);
-  EXPECT_EQ(m.cells[0].mode, "disk");
-  EXPECT_EQ(m.cells[1].mode, "cpu");
+  EXPECT_EQ(m.cells[0].sync.mode, SyncModeKind::Disk);
+  EXPECT_EQ(m.cells[1].sync.mode, SyncModeKind::Cpu);
   EXPECT_EQ(m.cells[0].tp, 2);
   EXPECT_EQ(m.cells[0].n, 3);
   for (size_t i = 0; i < 13; ++i) EXPECT_EQ(m.cells[i].runtime, "native") << m.cells[i].id;
   EXPECT_EQ(m.cells[8].id, "llama-tiny-bf16/cpu+device-delta/native/tp2");
-  EXPECT_EQ(m.cells[8].commit_strategy, "device-delta");
+  EXPECT_EQ(m.cells[8].sync.cpu.commit_strategy, CommitStrategy::DeviceDelta);
   EXPECT_EQ(m.cells[9].id, "kimi-tiny-nvfp4/cpu+device-delta/native/tp2");
   EXPECT_EQ(m.cells[10].id, "llama-tiny-bf16/refit+inproc/native/tp2");
-  EXPECT_EQ(m.cells[10].bucket_bytes, 131072u);
+  EXPECT_EQ(m.cells[10].sync.refit.bucket_bytes, 131072u);
   EXPECT_EQ(m.cells[11].id, "kimi-tiny-nvfp4/refit+inproc/native/tp2");
   EXPECT_EQ(m.cells[12].id, "gpt-oss-tiny-mxfp4/refit+shm/native/tp2");
   EXPECT_EQ(m.cells[13].id, "llama-tiny-bf16/disk/gvisor/tp2");
@@ -232,7 +269,7 @@ TEST(Matrix, HttpEngineFields) {
 }
 
 TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
-  const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
@@ -242,7 +279,7 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     EXPECT_FALSE(m.description.empty());
     for (const auto& cell : m.cells) {
       // The preflight of `run` minus the device: the profile exists and its scale and TP size shard.
-      ModelProfile profile = find_profile(cell.model, WSB_PROFILES_DIR);
+      ModelProfile profile = find_profile(cell.model, WSBENCH_PROFILES_DIR);
       if (cell.scaled()) profile = scale_profile(profile, cell.scale());
       EXPECT_NO_THROW(build_rank_layouts(profile, cell.tp)) << cell.id;
     }
@@ -253,7 +290,7 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
 }
 
 TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
-  const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
   for (const char* name : {"nightly-h100.json", "nightly-b300.json"}) {
     SCOPED_TRACE(name);
     const Matrix m = load_matrix(dir / name);
@@ -261,45 +298,45 @@ TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
     for (const auto& c : m.cells) {
       EXPECT_EQ(c.engine, "embedded-cuda") << c.id;
       EXPECT_GE(c.n, 2) << c.id;
-      combos.insert(c.model + " " + c.mode + " " + c.runtime);
+      combos.insert(c.model + " " + c.mode_label() + " " + c.runtime);
     }
     // every (model, mode) under both runtimes
     for (const auto& c : m.cells) {
-      EXPECT_TRUE(combos.contains(c.model + " " + c.mode + " native")) << c.id;
-      EXPECT_TRUE(combos.contains(c.model + " " + c.mode + " gvisor")) << c.id;
+      EXPECT_TRUE(combos.contains(c.model + " " + c.mode_label() + " native")) << c.id;
+      EXPECT_TRUE(combos.contains(c.model + " " + c.mode_label() + " gvisor")) << c.id;
     }
     EXPECT_NE(m.description.find("skipped"), std::string::npos);
   }
 }
 
 TEST(Matrix, TheShippedMatricesLoad) {
-  const auto dir = std::filesystem::path(WSB_PROFILES_DIR) / ".." / ".." / "matrices";
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
   const auto cuda = load_matrix(dir / "smoke-cuda.json");
   ASSERT_EQ(cuda.cells.size(), 13u);
-  EXPECT_EQ(cuda.cells[10].mode, "refit");
-  EXPECT_EQ(cuda.cells[11].mode, "refit");
+  EXPECT_EQ(cuda.cells[10].sync.mode, SyncModeKind::Refit);
+  EXPECT_EQ(cuda.cells[11].sync.mode, SyncModeKind::Refit);
   EXPECT_EQ(cuda.cells[12].id, "gpt-oss-tiny-mxfp4/refit+cuda-ipc/native/tp2");
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
   ASSERT_EQ(h200.cells.size(), 22u);
   for (size_t i = 17; i < 22; ++i) {
-    EXPECT_EQ(h200.cells[i].mode, "refit") << h200.cells[i].id;
-    EXPECT_EQ(h200.cells[i].transport, i < 20 ? "inproc" : "cuda-ipc") << h200.cells[i].id;
+    EXPECT_EQ(h200.cells[i].sync.mode, SyncModeKind::Refit) << h200.cells[i].id;
+    EXPECT_EQ(name_of(h200.cells[i].sync.refit.transport), i < 20 ? "inproc" : "cuda-ipc") << h200.cells[i].id;
   }
-  EXPECT_EQ(h200.cells[20].bucket_bytes, 1ull << 30);
-  EXPECT_EQ(h200.cells[17].bucket_bytes, 1ull << 30);
+  EXPECT_EQ(h200.cells[20].sync.refit.bucket_bytes, 1ull << 30);
+  EXPECT_EQ(h200.cells[17].sync.refit.bucket_bytes, 1ull << 30);
   EXPECT_EQ(h200.cells[0].model, "llama-3.1-8b-bf16");
   EXPECT_FALSE(h200.cells[0].scaled());  // full size
   EXPECT_EQ(h200.cells[1].id, "llama-3.1-8b-bf16/cpu+device-delta/native/tp1");
   EXPECT_EQ(h200.cells[11].experts, 128);
-  EXPECT_EQ(h200.cells[14].commit_strategy, "device-delta");
-  // The dense pair (issue 9): everything moved, full copy against device-delta, same scale.
+  EXPECT_EQ(h200.cells[14].sync.cpu.commit_strategy, CommitStrategy::DeviceDelta);
+  // The dense pair: everything moved, full copy against device-delta, same scale.
   EXPECT_EQ(h200.cells[15].density, 1.0);
-  EXPECT_EQ(h200.cells[15].commit_strategy, "full");
+  EXPECT_EQ(h200.cells[15].sync.cpu.commit_strategy, CommitStrategy::Full);
   EXPECT_EQ(h200.cells[16].density, 1.0);
-  EXPECT_EQ(h200.cells[16].commit_strategy, "device-delta");
+  EXPECT_EQ(h200.cells[16].sync.cpu.commit_strategy, CommitStrategy::DeviceDelta);
   EXPECT_EQ(h200.cells[16].layers, h200.cells[15].layers);
-  const auto x4 = load_matrix(dir / "h200-x4-glm45-air.json");  // issue 10: full-size GLM at TP 4, one GPU per rank
+  const auto x4 = load_matrix(dir / "h200-x4-glm45-air.json");  // full-size GLM at TP 4, one GPU per rank
   ASSERT_EQ(x4.cells.size(), 2u);
   for (const auto& c : x4.cells) {
     EXPECT_EQ(c.model, "glm-4.5-air-fp8") << c.id;
@@ -308,8 +345,8 @@ TEST(Matrix, TheShippedMatricesLoad) {
     EXPECT_EQ(c.n, 2) << c.id;
     EXPECT_TRUE(c.uses_cuda()) << c.id;
   }
-  EXPECT_EQ(x4.cells[0].mode, "cpu");
-  EXPECT_EQ(x4.cells[1].mode, "disk");
+  EXPECT_EQ(x4.cells[0].sync.mode, SyncModeKind::Cpu);
+  EXPECT_EQ(x4.cells[1].sync.mode, SyncModeKind::Disk);
 }
 
 }  // namespace

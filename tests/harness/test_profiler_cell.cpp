@@ -14,13 +14,13 @@ TEST_P(ProfilerCell, PassesEveryCheck) {
   test::TempDir dir;
   MatrixCell cell;
   cell.model = "llama-tiny-bf16";
-  cell.mode = GetParam();
+  cell.sync = test::sync_of(GetParam());
   cell.tp = 2;
   cell.n = 2;
   cell.seed = 3;
-  cell.id = "tiny/" + cell.mode;
+  cell.id = "tiny/" + cell.mode_label();
   cell.floor_bytes = 8 << 20;
-  const auto result = run_cell(cell, CellRunOptions{WSB_PROFILES_DIR, dir / "work", false});
+  const auto result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
   ASSERT_EQ(result["status"], "pass") << result.dump(2);
   ASSERT_EQ(result["trials"].size(), 2u);
   const std::vector<std::string> expected_checks{
@@ -53,9 +53,9 @@ TEST(ProfilerCellSetup, UnknownModelFailsTheCellWithTheReason) {
   test::TempDir dir;
   MatrixCell cell;
   cell.model = "no-such-model";
-  cell.mode = "cpu";
+  cell.sync = test::sync_of("cpu");
   cell.id = "bad";
-  const auto result = run_cell(cell, CellRunOptions{WSB_PROFILES_DIR, dir / "work", false});
+  const auto result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
   EXPECT_EQ(result["status"], "fail");
   EXPECT_NE(result["reason"].get<std::string>().find("no-such-model"), std::string::npos) << result["reason"];
 }

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/shard.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb {
 namespace {

@@ -110,7 +110,7 @@ TEST(ProcessResources, CountsOpenDescriptorsAndCachedPagesOfAFolder) {
   test::TempDir dir;
   const uint64_t before = open_fd_count();
   {
-    std::ifstream held(WSB_PROFILES_DIR "/llama-tiny-bf16.json");
+    std::ifstream held(WSBENCH_PROFILES_DIR "/llama-tiny-bf16.json");
     EXPECT_EQ(open_fd_count(), before + 1);
   }
   EXPECT_EQ(open_fd_count(), before);

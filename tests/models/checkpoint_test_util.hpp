@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 
 namespace wsb::testutil {
 

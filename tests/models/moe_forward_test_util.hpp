@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "models/core/errors.hpp"
-#include "models/core/numeric.hpp"
+#include "core/errors.hpp"
+#include "core/numeric.hpp"
 #include "models/forward/forward.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
@@ -22,7 +22,7 @@ namespace wsb::test {
 
 inline const std::vector<std::string> kMoeTinyProfiles = {"glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"};
 
-inline ModelProfile moe_profile(const std::string& id) { return find_profile(id, WSB_PROFILES_DIR); }
+inline ModelProfile moe_profile(const std::string& id) { return find_profile(id, WSBENCH_PROFILES_DIR); }
 
 /// Uniform draws in [0, 1) of a 64-bit LCG seeded from the tensor name (FNV-1a), so each tensor is deterministic.
 class Draws {

@@ -13,7 +13,7 @@ using testutil::read_bytes;
 using testutil::TempDir;
 using testutil::write_bytes;
 
-const std::filesystem::path kLlama = std::filesystem::path(WSB_FIXTURES_DIR) / "hf-llama-tiny";
+const std::filesystem::path kLlama = std::filesystem::path(WSBENCH_FIXTURES_DIR) / "hf-llama-tiny";
 
 TEST(CheckpointReader, OpensTransformersTinyLlama) {
   CheckpointReader reader(kLlama);

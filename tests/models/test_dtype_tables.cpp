@@ -6,14 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_test_util.hpp"
-#include "models/core/numeric.hpp"
+#include "core/numeric.hpp"
 
 namespace wsb {
 namespace {
 
 nlohmann::json load_tables() {
   return nlohmann::json::parse(
-      testutil::read_bytes(std::filesystem::path(WSB_FIXTURES_DIR) / "dtypes" / "dtype_tables.json"));
+      testutil::read_bytes(std::filesystem::path(WSBENCH_FIXTURES_DIR) / "dtypes" / "dtype_tables.json"));
 }
 
 TEST(DtypeTables, Float32ToBf16MatchesTorch) {

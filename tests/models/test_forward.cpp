@@ -11,14 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "models/checkpoint/checkpoint.hpp"
-#include "models/core/errors.hpp"
-#include "models/core/numeric.hpp"
+#include "core/errors.hpp"
+#include "core/numeric.hpp"
 #include "models/forward/forward.hpp"
 
 namespace wsb {
 namespace {
 
-const std::filesystem::path kHfTiny = std::filesystem::path(WSB_FIXTURES_DIR) / "hf-llama-tiny";
+const std::filesystem::path kHfTiny = std::filesystem::path(WSBENCH_FIXTURES_DIR) / "hf-llama-tiny";
 
 void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
   try {
@@ -159,7 +159,7 @@ bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<s
 
 class TinyForward : public ::testing::Test {
  protected:
-  ModelProfile profile = find_profile("llama-tiny-bf16", WSB_PROFILES_DIR);
+  ModelProfile profile = find_profile("llama-tiny-bf16", WSBENCH_PROFILES_DIR);
   std::map<std::string, std::vector<uint8_t>> weights = synthetic_weights(profile);
   CanonicalLookup lookup = [this](const std::string& n) { return std::span<const uint8_t>(weights.at(n)); };
   std::vector<int32_t> tokens = tokenize_bytes("The quick brown fox jumps over the lazy dog. 0123456789");

@@ -17,7 +17,7 @@
 namespace wsb {
 namespace {
 
-const std::filesystem::path kProfiles = WSB_PROFILES_DIR;
+const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 
 class FragmentRuns : public ::testing::TestWithParam<std::string> {};
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/hf_config_write.hpp"
 #include "models/profile/profile.hpp"
 #include "tests/models/checkpoint_test_util.hpp"
@@ -42,8 +42,8 @@ json channel_fp8_quantization_config(const json& ignore) {
   return q;
 }
 
-const fs::path kProfiles = WSB_PROFILES_DIR;
-const fs::path kHfTiny = fs::path(WSB_FIXTURES_DIR) / "hf-llama-tiny";
+const fs::path kProfiles = WSBENCH_PROFILES_DIR;
+const fs::path kHfTiny = fs::path(WSBENCH_FIXTURES_DIR) / "hf-llama-tiny";
 
 using testutil::read_bytes;
 using testutil::TempDir;

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/moe_access.hpp"
 #include "models/layout/moe_layout.hpp"
 #include "models/layout/tp_layout.hpp"
@@ -26,7 +26,7 @@
 namespace wsb {
 namespace {
 
-const std::filesystem::path kProfiles = WSB_PROFILES_DIR;
+const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 using Index = std::vector<int64_t>;
 
 void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {

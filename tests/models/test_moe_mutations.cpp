@@ -1,4 +1,4 @@
-// Mutation proofs (issue 3, item 5): the reference forward reads the runtime layout after the post-load
+// Mutation proofs: the reference forward reads the runtime layout after the post-load
 // transform, so a wrong transform changes the probe fingerprint. Each test reloads the routed-expert storages of
 // every MoE layer on every TP rank through a deliberately wrong variant of the transform (a missing or doubled
 // swizzle, a scale applied twice, a forgotten transpose, the w13 halves in the wrong order), checks the runtime

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/forward/forward.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
@@ -17,7 +17,7 @@
 namespace wsb {
 namespace {
 
-const std::filesystem::path kProfiles = WSB_PROFILES_DIR;
+const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 
 void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
   try {
@@ -38,7 +38,7 @@ TEST(MoeProfiles, AllShippedProfilesParseAndLayOut) {
   std::set<std::string> ids;
   for (const ModelProfile& p : list_profiles(kProfiles)) {
     ids.insert(p.id);
-    // What `wsbench models` does for every profile (harness/cmd_models.cpp) must not throw at TP 1..8.
+    // What `wsbench models` does for every profile (cli/cmd_models.cpp) must not throw at TP 1..8.
     if (p.tiny) {
       for (int tp : {1, 2, 4, 8}) EXPECT_EQ(build_rank_layouts(p, tp).size(), static_cast<size_t>(tp)) << p.id;
     }

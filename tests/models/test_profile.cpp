@@ -11,14 +11,14 @@
 #include <string>
 
 #include "models/checkpoint/checkpoint.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {
 namespace {
 
-const std::filesystem::path kProfiles = WSB_PROFILES_DIR;
-const std::filesystem::path kHfTiny = std::filesystem::path(WSB_FIXTURES_DIR) / "hf-llama-tiny";
+const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
+const std::filesystem::path kHfTiny = std::filesystem::path(WSBENCH_FIXTURES_DIR) / "hf-llama-tiny";
 
 /// Fresh directory under the system temp dir, removed at scope exit.
 struct TempDir {

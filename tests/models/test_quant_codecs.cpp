@@ -22,7 +22,7 @@ using testutil::expect_error;
 
 const nlohmann::json& tables() {
   static const nlohmann::json j = nlohmann::json::parse(
-      testutil::read_bytes(std::filesystem::path(WSB_FIXTURES_DIR) / "dtypes" / "dtype_tables.json"));
+      testutil::read_bytes(std::filesystem::path(WSBENCH_FIXTURES_DIR) / "dtypes" / "dtype_tables.json"));
   return j;
 }
 

@@ -18,7 +18,7 @@ using testutil::read_bytes;
 using testutil::TempDir;
 using testutil::write_raw_safetensors;
 
-const std::filesystem::path kFixtures = WSB_FIXTURES_DIR;
+const std::filesystem::path kFixtures = WSBENCH_FIXTURES_DIR;
 const std::filesystem::path kReference = kFixtures / "safetensors" / "reference_small.safetensors";
 
 // reference_small.expected.json spells dtypes the torch way.

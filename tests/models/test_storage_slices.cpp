@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
 #include "tests/models/layout_test_util.hpp"
@@ -17,7 +17,7 @@
 namespace wsb {
 namespace {
 
-const std::filesystem::path kProfiles = WSB_PROFILES_DIR;
+const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 
 class StorageSlices : public ::testing::TestWithParam<std::string> {};
 

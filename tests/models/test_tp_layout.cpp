@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
 
@@ -305,7 +305,7 @@ uint64_t total_bytes(const std::vector<RankLayout>& layouts) {
 }
 
 TEST(TpLayout, Llama31_8bRankBytes) {
-  ModelProfile p = find_profile("llama-3.1-8b-bf16", WSB_PROFILES_DIR);
+  ModelProfile p = find_profile("llama-3.1-8b-bf16", WSBENCH_PROFILES_DIR);
   const uint64_t canonical = 16'060'522'496ull;
   const uint64_t norms = 65ull * 4096 * 2;  // 2 per layer + final norm, replicated on every rank
   std::vector<RankLayout> l1 = build_rank_layouts(p, 1);
@@ -323,7 +323,7 @@ TEST(TpLayout, Llama31_8bRankBytes) {
 }
 
 TEST(TpLayout, TinyRankBytes) {
-  ModelProfile p = find_profile("llama-tiny-bf16", WSB_PROFILES_DIR);
+  ModelProfile p = find_profile("llama-tiny-bf16", WSBENCH_PROFILES_DIR);
   EXPECT_EQ(build_rank_layouts(p, 1)[0].bytes(), 853'248u);
   EXPECT_EQ(build_rank_layouts(p, 2)[1].bytes(), 427'264u);
   EXPECT_EQ(build_rank_layouts(p, 4)[3].bytes(), 214'272u);

@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "models/layout/moe_access.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
@@ -23,7 +23,7 @@
 namespace wsb {
 namespace {
 
-const std::filesystem::path kProfiles = WSB_PROFILES_DIR;
+const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 
 void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
   try {

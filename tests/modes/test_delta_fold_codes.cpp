@@ -6,11 +6,11 @@
 #include <cstring>
 #include <map>
 
-#include "models/core/checksum.hpp"
-#include "models/core/errors.hpp"
-#include "modes/codec/delta_codec.hpp"
-#include "modes/publisher/publisher.hpp"
-#include "modes/store/publication.hpp"
+#include "core/checksum.hpp"
+#include "core/errors.hpp"
+#include "publication/delta_codec.hpp"
+#include "publisher/publisher.hpp"
+#include "publication/publication.hpp"
 #include "modes/sync/delta_fold.hpp"
 #include "tests/support/test_support.hpp"
 

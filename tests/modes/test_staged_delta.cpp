@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "models/core/digest64.hpp"
-#include "models/core/errors.hpp"
+#include "core/digest64.hpp"
+#include "core/errors.hpp"
 #include "modes/sync/staged_delta.hpp"
 
 namespace wsb {

@@ -1,7 +1,7 @@
 // Rules of the prepare/commit state machine (docs/design.md "Sync modes").
 #include <gtest/gtest.h>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/sync/sync_state.hpp"
 
 namespace wsb {

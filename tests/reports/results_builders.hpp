@@ -19,7 +19,7 @@ inline Cell cell(const std::string& model, const std::string& mode, const std::s
                  const std::string& host, const std::vector<std::pair<double, double>>& pause_envelope) {
   Cell c;
   c.model = model;
-  c.mode = mode;
+  c.sync = SyncOptions{parse_sync_mode(mode)};
   c.runtime = runtime;
   c.tp = tp;
   c.id = model + "/" + mode + "/" + runtime + "/tp" + std::to_string(tp);

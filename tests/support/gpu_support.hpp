@@ -16,7 +16,7 @@ namespace wsb::test {
 inline bool have_gpu() { return cuda_ops::built() && cuda_ops::visible_devices() > 0; }
 
 /// Skips the current test (GTEST_SKIP) when there is no CUDA device, so CI without a GPU passes.
-#define WSB_REQUIRE_GPU()                                                                     \
+#define WSBENCH_REQUIRE_GPU()                                                                     \
   do {                                                                                        \
     if (!::wsb::test::have_gpu()) {                                                           \
       GTEST_SKIP() << (::wsb::cuda_ops::built() ? "no CUDA device" : "built without CUDA");   \

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/checkpoint/checkpoint.hpp"
-#include "modes/store/store.hpp"
+#include "publication/store.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb::test {

@@ -15,10 +15,11 @@
 
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/checkpoint/safetensors.hpp"
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
+#include "core/sync_options.hpp"
 #include "models/profile/profile.hpp"
-#include "modes/publisher/publisher.hpp"
-#include "modes/store/store.hpp"
+#include "publisher/publisher.hpp"
+#include "publication/store.hpp"
 
 namespace wsb::test {
 
@@ -56,8 +57,11 @@ inline void expect_error(const std::function<void()>& fn, ErrorKind kind, std::i
 
 /// A tiny CI profile by id (models/profiles/<id>.json): llama-tiny-bf16 by default; glm-tiny-fp8,
 /// kimi-tiny-nvfp4 and gpt-oss-tiny-mxfp4 for the quantized MoE families.
+/// The sync options of mode `name` ("disk", "cpu", "refit") with every setting at its default.
+inline SyncOptions sync_of(std::string_view name) { return SyncOptions{parse_sync_mode(name)}; }
+
 inline ModelProfile tiny_profile(const std::string& id = "llama-tiny-bf16") {
-  return find_profile(id, WSB_PROFILES_DIR);
+  return find_profile(id, WSBENCH_PROFILES_DIR);
 }
 
 /// Publishes FULL v0 and DELTA v1..last of tiny profile `profile_id` into `store`.

@@ -62,7 +62,7 @@ TEST(PinnedHostBuffer, RefusalWithoutADeviceNamesTheBytes) {
 }
 
 TEST(PinnedHostBuffer, PinnedOnAGpuAndUnpinnedOtherwise) {
-  WSB_REQUIRE_GPU();
+  WSBENCH_REQUIRE_GPU();
   HostBuffer pageable(1 << 20, 4096);
   EXPECT_FALSE(pageable.pinned());
   EXPECT_FALSE(is_pinned(pageable.data()));
@@ -108,7 +108,7 @@ TEST(H2dFloors, EmptyWithoutADevice) {
 }
 
 TEST(H2dFloors, OneEntryPerDeviceAndChunk) {
-  WSB_REQUIRE_GPU();
+  WSBENCH_REQUIRE_GPU();
   const uint64_t total = 256ull << 20;
   // 512 MiB exceeds the total: it is clamped to one piece of the whole buffer.
   const std::vector<uint64_t> chunks = {16ull << 20, 64ull << 20, 512ull << 20};

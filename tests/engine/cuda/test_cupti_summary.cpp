@@ -1,6 +1,6 @@
 // CUPTI summary arithmetic and tracer session rules, without a device: interval unions (overlapping, nested,
 // touching, empty and reversed intervals), summarize_cupti with incomplete and dropped records (exact values and
-// note text), cupti_json's keys, and CuptiTracer's one-session-per-process rule and WSB_CUPTI=0 switch.
+// note text), cupti_json's keys, and CuptiTracer's one-session-per-process rule and WSBENCH_CUPTI=0 switch.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -132,8 +132,8 @@ TEST(CuptiJson, CarriesEveryField) {
 }
 
 TEST(CuptiTracer, DisabledByEnvironment) {
-  ScopedEnv env("WSB_CUPTI", "0");
-  EXPECT_EQ(CuptiTracer::unavailable_reason(), "disabled by WSB_CUPTI=0");
+  ScopedEnv env("WSBENCH_CUPTI", "0");
+  EXPECT_EQ(CuptiTracer::unavailable_reason(), "disabled by WSBENCH_CUPTI=0");
   CuptiTracer tracer;
   EXPECT_FALSE(tracer.active());
   tracer.start();
@@ -141,12 +141,12 @@ TEST(CuptiTracer, DisabledByEnvironment) {
   const CuptiSummary s = tracer.stop();
   EXPECT_FALSE(tracer.active());
   EXPECT_FALSE(s.enabled);
-  EXPECT_EQ(s.note, "disabled by WSB_CUPTI=0");
+  EXPECT_EQ(s.note, "disabled by WSBENCH_CUPTI=0");
   EXPECT_EQ(s.h2d_bytes, 0u);
 }
 
 TEST(CuptiTracer, ReasonWithoutTheSwitchNamesTheMachineFact) {
-  ScopedEnv env("WSB_CUPTI", std::nullopt);
+  ScopedEnv env("WSBENCH_CUPTI", std::nullopt);
   const std::string reason = CuptiTracer::unavailable_reason();
   if (!cuda_ops::built()) {
     EXPECT_EQ(reason, "built without CUDA");
@@ -158,12 +158,12 @@ TEST(CuptiTracer, ReasonWithoutTheSwitchNamesTheMachineFact) {
                 reason.rfind("libcupti lacks ", 0) == 0)
         << reason;
   }
-  ScopedEnv other("WSB_CUPTI", "1");  // only "0" disables
+  ScopedEnv other("WSBENCH_CUPTI", "1");  // only "0" disables
   EXPECT_EQ(CuptiTracer::unavailable_reason(), reason);
 }
 
 TEST(CuptiTracer, OneSessionPerProcess) {
-  ScopedEnv env("WSB_CUPTI", "0");
+  ScopedEnv env("WSBENCH_CUPTI", "0");
   CuptiTracer first;
   first.start();
   CuptiTracer second;
@@ -177,7 +177,7 @@ TEST(CuptiTracer, OneSessionPerProcess) {
 }
 
 TEST(CuptiTracer, StopWithoutStartAndReleaseOnDestruction) {
-  ScopedEnv env("WSB_CUPTI", "0");
+  ScopedEnv env("WSBENCH_CUPTI", "0");
   CuptiTracer idle;
   test::expect_error([&] { idle.stop(); }, ErrorKind::State, {"stop() without start()"});
   {

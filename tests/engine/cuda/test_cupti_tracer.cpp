@@ -15,9 +15,9 @@ namespace wsb {
 namespace {
 
 TEST(CuptiTracerGpu, CountsExactlyTheH2dBytesCopied) {
-  WSB_REQUIRE_GPU();
-  if (const char* env = std::getenv("WSB_CUPTI"); env != nullptr && std::string(env) == "0")
-    GTEST_SKIP() << "WSB_CUPTI=0";
+  WSBENCH_REQUIRE_GPU();
+  if (const char* env = std::getenv("WSBENCH_CUPTI"); env != nullptr && std::string(env) == "0")
+    GTEST_SKIP() << "WSBENCH_CUPTI=0";
   if (const std::string why = CuptiTracer::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
 
   const std::vector<int64_t> sizes = {1 << 20, 12345, (3 << 20) + 7};

@@ -7,8 +7,8 @@
 #include <random>
 
 #include "engine/cuda/device_storages.hpp"
-#include "models/core/digest64.hpp"
-#include "models/core/errors.hpp"
+#include "core/digest64.hpp"
+#include "core/errors.hpp"
 #include "tests/support/gpu_support.hpp"
 
 namespace wsb {

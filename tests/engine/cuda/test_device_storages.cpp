@@ -74,7 +74,7 @@ TEST(DeviceStoragesOptions, BadOptionsRefusedBeforeTouchingADevice) {
 
 class DeviceStoragesGpu : public ::testing::Test {
  protected:
-  void SetUp() override { WSB_REQUIRE_GPU(); }
+  void SetUp() override { WSBENCH_REQUIRE_GPU(); }
 };
 
 TEST_F(DeviceStoragesGpu, MoreDevicesThanVisibleRefused) {

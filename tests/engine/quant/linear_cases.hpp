@@ -12,7 +12,7 @@
 
 #include "engine/quant/device_linear.hpp"
 #include "engine/quant/matvec_math.hpp"
-#include "models/core/numeric.hpp"
+#include "core/numeric.hpp"
 #include "models/quant/codecs.hpp"
 #include "models/transform/fp8_channel.hpp"
 #include "models/transform/mxfp4.hpp"

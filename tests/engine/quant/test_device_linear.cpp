@@ -221,7 +221,7 @@ void expect_bitwise(const std::vector<float>& got, const std::vector<float>& wan
 
 class LinearDevice : public ::testing::TestWithParam<Kind> {
  protected:
-  void SetUp() override { WSB_REQUIRE_GPU(); }
+  void SetUp() override { WSBENCH_REQUIRE_GPU(); }
 };
 
 TEST_P(LinearDevice, SingleExpertBitwiseEqualsEmulation) {
@@ -272,7 +272,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, LinearDevice,
                          [](const auto& info) { return kind_name(info.param); });
 
 TEST(LinearDeviceGraph, ReplaysReadTheExpertIdsAfresh) {
-  WSB_REQUIRE_GPU();
+  WSBENCH_REQUIRE_GPU();
   LinearCase c;
   test::make_nvfp4(c, 4, 45, 1088, 0, 9);
   OnDevice d(c);

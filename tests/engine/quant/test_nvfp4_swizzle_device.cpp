@@ -76,7 +76,7 @@ TEST(DeviceStagingNoDevice, RefusedWithoutADevice) {
 
 class Nvfp4SwizzleDevice : public ::testing::Test {
  protected:
-  void SetUp() override { WSB_REQUIRE_GPU(); }
+  void SetUp() override { WSBENCH_REQUIRE_GPU(); }
 
   /// Runs the staged swizzle from `source` (a copy of c.gathered) into a destination pre-filled with 0xCD.
   std::vector<uint8_t> staged(const SwizzleCase& c, const uint8_t* source, DeviceStaging& staging) {

@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/refit/shm_transport.hpp"
 
 namespace wsb::refit::test {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/core/errors.hpp"
+#include "core/errors.hpp"
 #include "modes/refit/buffer_pool.hpp"
 #include "modes/refit/inproc_transport.hpp"
 #include "modes/refit/receiver_group.hpp"

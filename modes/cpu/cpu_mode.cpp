@@ -1,0 +1,177 @@
+#include "modes/cpu/cpu_mode.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "core/errors.hpp"
+#include "core/nvtx.hpp"
+#include "publication/store.hpp"
+#include "modes/sync/commit_copy.hpp"
+#include "modes/sync/work_queue.hpp"
+
+namespace wsb {
+
+CpuMode::CpuMode(SyncContext context) : context_(std::move(context)), canonical_(context_.profile, "cpu mode") {
+  for (const auto& layout : context_.layouts) sets_[0].emplace_back(layout, context_.pinner);
+  if (device_delta()) {
+    for (const auto& layout : context_.layouts) sets_[1].emplace_back(layout, context_.pinner);
+  }
+}
+
+void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
+  canonical_.load(checkpoint, version, log);
+  images_version_.reset();
+  size_t storages = 0;
+  for (const auto& layout : context_.layouts) storages += layout.storages.size();
+  // The native load staged every storage in set 0 and copied it from there: set 0 now holds the live bytes.
+  live_set_ = 0;
+  live_known_ = native_staged_ == storages;
+  native_staged_ = 0;
+  staged_.clear();
+}
+
+std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vector<bool>& placed) {
+  std::vector<std::vector<Placement>> by_tensor(canonical_.tensors().size());
+  std::vector<RankImage>& images = sets_[prepared_set_];
+  size_t flat = 0;
+  for (size_t r = 0; r < images.size(); ++r) {
+    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s, ++flat) {
+      std::vector<FragmentRun> runs = fragment_runs(context_.layouts[r].storages[s]);
+      // Every fragment must name a canonical tensor of the size its shape implies; otherwise load_storage reports it.
+      const bool known = !runs.empty() && std::all_of(runs.begin(), runs.end(), [&](const FragmentRun& run) {
+        const auto index = canonical_.index_of(run.canonical);
+        return index && canonical_.tensors()[*index].bytes() == run.canonical_bytes;
+      });
+      if (!known) continue;
+      for (FragmentRun& run : runs) {
+        by_tensor[*canonical_.index_of(run.canonical)].push_back(Placement{images[r].storage(s), std::move(run)});
+      }
+      placed[flat] = true;
+    }
+  }
+  return by_tensor;
+}
+
+void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) {
+  ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
+  CanonicalLookup lookup = [this](const std::string& name) { return canonical_.tensor(name); };
+  std::vector<RankImage>& images = sets_[prepared_set_];
+  // Every (rank, storage, expert range) is independent: storages are disjoint, expert ranges of one storage write
+  // disjoint bytes, and the canonical image is only read. A stacked-expert storage is split into ranges of about
+  // kPieceBytes, so its size (it grows with the expert count) never leaves one thread working while the rest wait.
+  constexpr uint64_t kPieceBytes = 32ull << 20;
+  struct Item {
+    size_t rank, storage;
+    int64_t first, count;
+    uint64_t bytes;
+  };
+  std::vector<Item> items;
+  uint64_t built = 0;
+  size_t flat = 0;
+  for (size_t r = 0; r < images.size(); ++r) {
+    for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s, ++flat) {
+      if (placed[flat]) continue;
+      const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
+      built += spec.bytes();
+      const int64_t slices = storage_slices(spec);
+      const uint64_t slice_bytes = spec.bytes() / static_cast<uint64_t>(slices);
+      const int64_t per = slices == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / std::max<uint64_t>(slice_bytes, 1)));
+      for (int64_t first = 0; first < slices; first += per) {
+        const int64_t count = std::min(per, slices - first);
+        items.push_back(Item{r, s, first, count, slice_bytes * static_cast<uint64_t>(count)});
+      }
+    }
+  }
+  run_largest_first(
+      items.size(), context_.threads, [&](size_t i) { return items[i].bytes; },
+      [&](size_t i) {
+        const Item& it = items[i];
+        const RuntimeStorageSpec& spec = context_.layouts[it.rank].storages[it.storage];
+        if (it.count == storage_slices(spec)) {
+          load_storage(spec, lookup, images[it.rank].storage(it.storage));
+        } else {
+          load_storage_slices(spec, lookup, images[it.rank].storage(it.storage), it.first, it.count);
+        }
+      });
+  phase.add_bytes(built);
+}
+
+void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
+  if (!canonical_.loaded()) throw Error(ErrorKind::State, "cpu mode: prepare before the engine's native load");
+  if (canonical_.version() > target) {
+    throw Error(ErrorKind::State, fmt::format("cpu mode: the canonical image holds {}, newer than target {} (served {})",
+                                              version_string(canonical_.version()), version_string(target),
+                                              version_string(served)));
+  }
+  prepared_set_ = device_delta() && live_known_ ? 1 - live_set_ : live_set_;
+  size_t storages = 0;
+  for (const auto& layout : context_.layouts) storages += layout.storages.size();
+  std::vector<bool> placed(storages, false);
+  if (canonical_.version() < target) {
+    // Plain-gather storages are written from each final chunk while it is in cache: one memory pass less than
+    // folding everything and then gathering it (prepare is memory-bound). The placed bytes stay in the image set
+    // being prepared, which nothing reads until images_version_ is set again, also when the fold fails.
+    std::vector<std::vector<Placement>> placements;
+    const auto before_mutation = [&] {
+      images_version_.reset();  // from here on the rank images are rebuilt for the target
+      placements = plan_placements(placed);
+    };
+    const CanonicalImage::FoldListener listener = [&](size_t i, std::span<uint8_t> bytes) -> FoldedRange {
+      if (placements[i].empty()) return {};
+      return [&targets = placements[i], bytes](size_t from, size_t to) {
+        for (const Placement& p : targets) place_run_range(p.run, bytes, from, to, p.storage);
+      };
+    };
+    canonical_.advance(context_.store, target, context_.threads, log, "prepare", before_mutation, listener);
+  }
+  images_version_.reset();
+  staged_.clear();
+  build_rank_images(log, placed);
+  if (device_delta()) stage_device_delta(target, log);
+  images_version_ = target;
+}
+
+void CpuMode::preflight(uint32_t target) const {
+  if (!images_version_ || *images_version_ != target) {
+    throw Error(ErrorKind::State, fmt::format("cpu mode: rank images are not prepared for {}", version_string(target)));
+  }
+  // Before the gate closes: a staged delta whose bytes changed since they were verified is dropped, and this
+  // commit copies every storage in full instead (the rank images are verified; the staged copy is not).
+  delta_rejected_ = false;
+  if (!staged_.empty() && !context_.live->staged_deltas_intact()) {
+    staged_.clear();
+    delta_rejected_ = true;
+  }
+}
+
+void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
+  if (device_delta()) {
+    commit_device_delta(storages, log);
+    return;
+  }
+  copy_rank_images(sets_[prepared_set_], context_.layouts, storages, context_.fault_hook, log);
+}
+
+std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t bytes) {
+  RankImage& image = sets_[0].at(static_cast<size_t>(rank));
+  auto span = image.storage(index);
+  // device-delta needs set 0 to hold the live bytes after the load, pinned or not.
+  if (span.size() != bytes || !(image.pinned() || device_delta())) return {};
+  ++native_staged_;
+  return span;
+}
+
+ModeMemory CpuMode::memory() const {
+  ModeMemory m;
+  m.canonical_bytes = canonical_.bytes();
+  for (const auto& set : sets_) {
+    for (const auto& image : set) m.rank_image_bytes += image.bytes();
+  }
+  return m;
+}
+
+}  // namespace wsb

@@ -1,0 +1,93 @@
+#include "publication/delta_codec.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "publication/zstd_frame.hpp"
+
+namespace wsb {
+namespace {
+
+// Masks are computed and compressed in pieces of this size, so encoding never holds a tensor-sized mask.
+constexpr size_t kXorChunk = size_t{1} << 20;
+
+void put_u32le(std::vector<uint8_t>& out, size_t at, uint32_t value) {
+  out[at] = static_cast<uint8_t>(value);
+  out[at + 1] = static_cast<uint8_t>(value >> 8);
+  out[at + 2] = static_cast<uint8_t>(value >> 16);
+  out[at + 3] = static_cast<uint8_t>(value >> 24);
+}
+
+std::vector<uint8_t> encode_xor(std::span<const uint8_t> base, std::span<const uint8_t> target, int level) {
+  ZstdFrameEncoder encoder(base.size(), level);
+  std::vector<uint8_t> mask(std::min(base.size(), kXorChunk));
+  for (size_t at = 0; at < base.size(); at += kXorChunk) {
+    size_t n = std::min(kXorChunk, base.size() - at);
+    for (size_t i = 0; i < n; ++i) mask[i] = base[at + i] ^ target[at + i];
+    encoder.update(std::span<const uint8_t>(mask.data(), n));
+  }
+  return encoder.finish();
+}
+
+std::vector<uint8_t> encode_overwrite(std::span<const uint8_t> base, std::span<const uint8_t> target, int level) {
+  // Positions are u32 (publication format), so only the first 4 GiB of a tensor are addressable.
+  std::vector<uint32_t> positions;
+  for (size_t i = 0; i < base.size(); ++i) {
+    if (base[i] == target[i]) continue;
+    if (i > UINT32_MAX) {
+      throw Error(ErrorKind::Format,
+                  fmt::format("overwrite delta: byte position {} does not fit the format's u32 positions", i));
+    }
+    positions.push_back(static_cast<uint32_t>(i));
+  }
+  size_t count = positions.size();
+  std::vector<uint8_t> raw(4 + 5 * count);
+  put_u32le(raw, 0, static_cast<uint32_t>(count));
+  for (size_t k = 0; k < count; ++k) {
+    put_u32le(raw, 4 + 4 * k, positions[k]);
+    raw[4 + 4 * count + k] = target[positions[k]];
+  }
+  return zstd_compress(raw, level);
+}
+
+}  // namespace
+
+std::string_view delta_encoding_name(DeltaEncoding encoding) {
+  return encoding == DeltaEncoding::Xor ? "xor" : "overwrite";
+}
+
+std::optional<DeltaEncoding> parse_delta_encoding(std::string_view name) {
+  if (name == "xor") return DeltaEncoding::Xor;
+  if (name == "overwrite") return DeltaEncoding::Overwrite;
+  return std::nullopt;
+}
+
+std::vector<uint8_t> encode_delta(DeltaEncoding encoding, std::span<const uint8_t> base,
+                                  std::span<const uint8_t> target, int zstd_level) {
+  if (base.size() != target.size()) {
+    throw Error(ErrorKind::Mismatch, fmt::format("{} delta: base has {} bytes, target {}",
+                                                 delta_encoding_name(encoding), base.size(), target.size()));
+  }
+  return encoding == DeltaEncoding::Xor ? encode_xor(base, target, zstd_level)
+                                        : encode_overwrite(base, target, zstd_level);
+}
+
+void apply_delta_swap(DecodedDelta& delta, std::span<uint8_t> data) {
+  if (data.size() != delta.tensor_bytes) {
+    throw Error(ErrorKind::Mismatch, fmt::format("{} delta for {} bytes applied to {} bytes",
+                                                 delta_encoding_name(delta.encoding), delta.tensor_bytes,
+                                                 data.size()));
+  }
+  if (delta.encoding == DeltaEncoding::Xor) {
+    const uint8_t* mask = delta.mask.data();
+    uint8_t* out = data.data();
+    for (size_t i = 0; i < data.size(); ++i) out[i] ^= mask[i];
+    return;
+  }
+  for (size_t k = 0; k < delta.positions.size(); ++k) std::swap(data[delta.positions[k]], delta.values[k]);
+}
+
+}  // namespace wsb

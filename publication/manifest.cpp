@@ -1,0 +1,104 @@
+// Publication manifest rules (docs/design.md "Publication format"; metadata field names as in the Stitch/SGLang-fork
+// layout) and the naming helpers shared by readers and writers.
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "publication/publication.hpp"
+
+namespace wsb {
+namespace {
+
+constexpr std::string_view kZstd = "zstd";
+constexpr std::string_view kXxh3 = "xxh3-128";
+
+const std::string* find_field(const CheckpointIndex& index, const std::string& key) {
+  auto it = index.metadata.find(key);
+  return it == index.metadata.end() ? nullptr : &it->second;
+}
+
+[[noreturn]] void fail(const std::string& origin, const std::string& what) {
+  throw Error(ErrorKind::Format, fmt::format("{}: {}", origin, what));
+}
+
+}  // namespace
+
+PublicationManifest parse_manifest(const CheckpointIndex& index, const std::string& origin) {
+  PublicationManifest manifest;
+  const std::string* version = find_field(index, "version");
+  if (version == nullptr) fail(origin, "metadata 'version' missing");
+  manifest.version = parse_version_string(*version, origin + ": metadata 'version'");
+
+  if (const std::string* encoding = find_field(index, "delta_encoding")) {
+    std::optional<DeltaEncoding> parsed = parse_delta_encoding(*encoding);
+    if (!parsed) fail(origin, fmt::format("metadata 'delta_encoding' '{}' is not xor or overwrite", *encoding));
+    manifest.kind = PublicationKind::Delta;
+    manifest.encoding = *parsed;
+  }
+  bool delta = manifest.kind == PublicationKind::Delta;
+
+  if (const std::string* base = find_field(index, "base_version")) {
+    manifest.base_version = parse_version_string(*base, origin + ": metadata 'base_version'");
+  } else if (delta) {
+    fail(origin, "metadata 'base_version' missing (required for a DELTA publication)");
+  }
+
+  if (const std::string* compression = find_field(index, "compression_format")) {
+    if (*compression != kZstd) {
+      fail(origin, fmt::format("metadata 'compression_format' '{}' is unknown (known: zstd)", *compression));
+    }
+    manifest.compression_format = *compression;
+  } else if (delta) {
+    fail(origin, "metadata 'compression_format' missing (required for a DELTA publication)");
+  }
+
+  if (const std::string* checksum = find_field(index, "checksum_format")) {
+    if (*checksum != kXxh3) {
+      fail(origin, fmt::format("metadata 'checksum_format' '{}' is unknown (known: xxh3-128)", *checksum));
+    }
+  }
+  manifest.checksum_format = std::string(kXxh3);
+  return manifest;
+}
+
+std::map<std::string, std::string> manifest_metadata(const PublicationManifest& manifest) {
+  std::map<std::string, std::string> out;
+  out["version"] = version_string(manifest.version);
+  if (manifest.base_version) out["base_version"] = version_string(*manifest.base_version);
+  if (manifest.kind == PublicationKind::Delta) {
+    out["delta_encoding"] = std::string(delta_encoding_name(manifest.encoding));
+    out["compression_format"] = manifest.compression_format.empty() ? std::string(kZstd)
+                                                                    : manifest.compression_format;
+  }
+  out["checksum_format"] = manifest.checksum_format;
+  return out;
+}
+
+bool is_xxh3_128_hex(std::string_view text) {
+  if (text.size() != 32) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string shard_file_name(size_t index, size_t count) {
+  return fmt::format("model-{:05d}-of-{:05d}.safetensors", index, count);
+}
+
+std::vector<std::pair<size_t, size_t>> split_shards(std::span<const uint64_t> bytes, uint64_t max_shard_bytes) {
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t begin = 0;
+  uint64_t filled = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i > begin && filled + bytes[i] > max_shard_bytes) {
+      out.emplace_back(begin, i);
+      begin = i;
+      filled = 0;
+    }
+    filled += bytes[i];
+  }
+  if (begin < bytes.size()) out.emplace_back(begin, bytes.size());
+  return out;
+}
+
+}  // namespace wsb

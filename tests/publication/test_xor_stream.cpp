@@ -1,0 +1,106 @@
+// Streamed xor application: same bytes as decode + apply, every framing error restores the tensor exactly.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/errors.hpp"
+#include "publication/delta_codec.hpp"
+#include "publication/xor_stream.hpp"
+#include "publication/zstd_frame.hpp"
+
+#include <fmt/format.h>
+
+namespace wsb {
+namespace {
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+/// A tensor larger than the streaming chunk, and its target with ~1% of the bytes changed.
+struct Case {
+  std::vector<uint8_t> base = random_bytes(3 * (1 << 18) + 123, 1);
+  std::vector<uint8_t> target = [this] {
+    auto t = base;
+    for (size_t i = 0; i < t.size(); i += 97) t[i] ^= 0x01;
+    return t;
+  }();
+  std::vector<uint8_t> payload = encode_delta(DeltaEncoding::Xor, base, target, 1);
+};
+
+std::string expect_format_error_restores(const std::vector<uint8_t>& payload, const std::vector<uint8_t>& base) {
+  auto data = base;
+  try {
+    apply_xor_payload(payload, data, "w");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    EXPECT_EQ(data, base) << "tensor not restored";
+    return e.what();
+  }
+  return "";
+}
+
+TEST(XorStream, EqualsDecodeAndApplyAndIsAnInvolution) {
+  Case c;
+  auto data = c.base;
+  apply_xor_payload(c.payload, data, "w");
+  EXPECT_EQ(data, c.target);
+  auto reference = c.base;
+  auto decoded = decode_delta(DeltaEncoding::Xor, c.payload, reference.size(), "w");
+  apply_delta_swap(decoded, reference);
+  EXPECT_EQ(data, reference);
+  apply_xor_payload(c.payload, data, "w");
+  EXPECT_EQ(data, c.base);
+}
+
+TEST(XorStream, TruncatedFrameRestoresTheTensor) {
+  Case c;
+  auto truncated = c.payload;
+  truncated.resize(truncated.size() * 2 / 3);
+  EXPECT_EQ(expect_format_error_restores(truncated, c.base), "xor mask of tensor 'w': truncated zstd frame");
+}
+
+TEST(XorStream, TrailingBytesAfterTheFrameAreRejected) {
+  Case c;
+  auto trailing = c.payload;
+  trailing.push_back(0);
+  EXPECT_EQ(expect_format_error_restores(trailing, c.base), "xor mask of tensor 'w': 1 bytes after the zstd frame");
+}
+
+TEST(XorStream, DeclaredSizeMustEqualTheTensor) {
+  Case c;
+  auto shorter = c.base;
+  shorter.pop_back();
+  auto data = shorter;
+  try {
+    apply_xor_payload(c.payload, data, "w");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("xor mask of tensor 'w': mask of {} bytes declared, tensor has {} bytes", c.base.size(),
+                          shorter.size()));
+  }
+  EXPECT_EQ(data, shorter);
+}
+
+TEST(XorStream, CorruptedFrameIsCaughtOrDetectableAndNeverPartial) {
+  Case c;
+  auto corrupt = c.payload;
+  corrupt[corrupt.size() / 2] ^= 0x5A;
+  auto data = c.base;
+  try {
+    apply_xor_payload(corrupt, data, "w");
+    // A corruption that still decodes yields another mask of the right size: the checksum catches it later.
+    EXPECT_NE(data, c.target);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    EXPECT_EQ(data, c.base);
+  }
+}
+
+}  // namespace
+}  // namespace wsb
