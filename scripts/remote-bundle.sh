@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
-# Collects what a run on the GPU machine needs into .carry/ (git-ignored): stripped wsbench, test and benchmark
-# executables, and the shared libraries that machine lacks (libbenchmark, libcpp-httplib), found through the
-# executables' $ORIGIN rpath. The GPU machine has no package registry and no xxhash.h/httplib.h: build here.
+# Bundles built binaries for a remote GPU host that has no compiler (and no package registry, no xxhash.h or
+# httplib.h), so the tree is built here and only the results of the build travel.
+#
+# Usage: scripts/remote-bundle.sh [BUILD_DIR]        (default: build)
+#
+# Steps:
+#   1. read the source directory the build was configured from (CMakeCache.txt's CMAKE_HOME_DIRECTORY; the build may
+#      come from another checkout, e.g. a clean snapshot) and record it in .carry/SOURCE_DIR: the test executables
+#      carry that absolute path for their fixtures and profiles, and scripts/remote-run.sh recreates it remotely;
+#      likewise the build directory (.carry/BUILD_DIR), where the tests that start the real wsbench look for it;
+#   2. copy that checkout's tests/fixtures/ and models/profiles/ into .carry/src/;
+#   3. copy BUILD_DIR/wsbench, every test executable (BUILD_DIR/tests/test_<folder>_<name>) and every benchmark
+#      executable (BUILD_DIR/bench/bench_<name>), and strip them;
+#   4. copy the shared libraries they need that are not linked statically, libbenchmark.so.1debian and
+#      libcpp-httplib.so.0.11 (found with ldconfig), beside each executable folder: wsbench and the benchmarks find
+#      them through their $ORIGIN rpath, the tests through the LD_LIBRARY_PATH remote-run.sh sets;
+#   5. pack the test executables into one xz archive (tests.tar.xz; much smaller to copy, and unpacked remotely with
+#      Python's lzma module, so the remote host needs no xz binary).
+#
+# Output: .carry/ (git-ignored) in the repository root, replaced on every run:
+#   .carry/wsbench, .carry/lib*.so*             the CLI and the shared libraries
+#   .carry/bench/bench_<name>, .carry/bench/lib*.so*
+#   .carry/tests.tar.xz                         tests/test_<folder>_<name> and the shared libraries
+#   .carry/src/tests/fixtures, .carry/src/models/profiles
+#   .carry/SOURCE_DIR, .carry/BUILD_DIR         the build's source and build directories
+# Copy the repository checkout (matrices/, tests/interop/, scripts/) together with .carry/ to the remote host, then
+# run scripts/remote-run.sh there from the repository root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
-# The executables may come from another checkout (a clean snapshot): its path is what they were compiled with.
 source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
 rm -rf .carry && mkdir -p .carry/tests .carry/bench .carry/src/tests .carry/src/models
 echo "$source_dir" > .carry/SOURCE_DIR
+echo "$build" > .carry/BUILD_DIR
 cp -r "$source_dir/tests/fixtures" .carry/src/tests/
 cp -r "$source_dir/models/profiles" .carry/src/models/
 
@@ -18,10 +41,8 @@ find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -exec cp {} .c
 find "$build/bench" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .carry/bench/ \; 2>/dev/null || true
 strip --strip-all .carry/wsbench .carry/tests/* .carry/bench/* 2>/dev/null || true
 for lib in libbenchmark.so.1debian libcpp-httplib.so.0.11; do
-  src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
-  [ -n "$src" ] && cp -L "$src" .carry/tests/ && cp -L "$src" .carry/bench/ && cp -L "$src" .carry/
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  [ -n "$path" ] && cp -L "$path" .carry/tests/ && cp -L "$path" .carry/bench/ && cp -L "$path" .carry/
 done
-# The device tool carries at most 64 MiB: ship the test executables compressed (xz; the GPU machine unpacks them
-# with Python's lzma, so it needs no xz binary).
 tar cf - -C .carry tests | xz -T2 -6 > .carry/tests.tar.xz && rm -rf .carry/tests
 du -sh .carry

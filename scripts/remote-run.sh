@@ -1,34 +1,62 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (device tool), from the repository root, after scripts/device-bundle.sh here.
-# Usage: scripts/device-run.sh STEP...   (default: tests physics smoke smoke-cuda interop bench)
-#   tests        every test executable (GoogleTest JSON per executable); tests=REGEX: those whose name matches
-#   physics      wsbench physics (host memcpy, disk read, pinned H2D per chunk size)
-#   smoke        matrices/smoke.json (embedded CPU engine)
-#   smoke-cuda   matrices/smoke-cuda.json (CUDA backend)
-#   serve-cuda   matrices/serve-cuda.json (wsbench serve on the CUDA backend, driven over HTTP)
-#   interop      tests/interop/interop_check.py against torch + safetensors
-#   bench        every benchmark executable (Google Benchmark JSON)
-#   h200=REGEX   matrices/h200.json, cells whose id matches REGEX (results under h200/)
-# Writes logs and results under $OUT, packed so that at most 8 files come back.
+# Runs a list of steps on a remote GPU host from binaries bundled by scripts/remote-bundle.sh: the tests, the physics
+# floors, the smoke matrices on the CPU and CUDA backends, a matrix, the benchmarks. Writes logs and results under an
+# output folder.
+#
+# Usage (on the remote host, from the repository root, with .carry/ from remote-bundle.sh beside it):
+#   OUT=DIR scripts/remote-run.sh [STEP[@SECONDS]...]
+#   default steps: tests physics smoke smoke-cuda interop bench;  default OUT: /tmp/wsbench-device
+#
+# Steps:
+#   tests          every test executable (.carry/tests/test_<folder>_<name>, 300 s each), GoogleTest JSON per
+#                  executable; tests=REGEX: those whose name matches REGEX
+#   physics        wsbench physics --dir /tmp --bytes 1GiB --threads 16 (host memcpy, disk read, pinned H2D per chunk)
+#   smoke          matrices/smoke.json, its native cells (embedded CPU engine)
+#   smoke-cuda     matrices/smoke-cuda.json (CUDA backend)
+#   serve-cuda     matrices/serve-cuda.json (wsbench serve on the CUDA backend, driven over HTTP)
+#   interop        tests/interop/interop_check.py against torch + safetensors
+#   bench          every benchmark executable (.carry/bench/bench_<name>, 240 s each), Google Benchmark JSON
+#   bench-device   bench_device alone, with --short
+#   h200=REGEX     matrices/h200.json, the cells whose id matches REGEX
+# Each step runs under a time limit, 600 s unless given as STEP@SECONDS (e.g. h200=llama@900): a step that hangs
+# is ended (then killed 5 s later), and the later steps and the packing still run. Each step prints its exit
+# status, the tail of its log and its wall time.
+#
+# The remote host needs: Linux x86-64 with a glibc no older than the build host's; the NVIDIA driver with nvidia-smi
+# (the CUDA runtime is linked statically; CUPTI is opened at run time when present); bash, coreutils (timeout), tar,
+# gzip, python3 (it unpacks the tests; the interop step also needs torch and safetensors); write access to /tmp (the
+# disk-read floor, the h200 stores) and to the parent folders of the build host's source and build directories (the
+# test executables carry those absolute paths: they are recreated as links into .carry/).
+#
+# Outputs under OUT:
+#   gpu.csv      nvidia-smi: name, driver, memory, PCI bus id
+#   logs.tgz     logs/ packed at the end:
+#                  gtest/<exe>.json, gtest/<exe>.log, tests.txt (executables passed/failed)
+#                  physics.txt; smoke/, smoke-cuda/, serve-cuda/ (wsbench run --out: results.json, report.md, cells/)
+#                  and their console logs smoke.txt, smoke-cuda.txt, serve-cuda.txt
+#                  interop/, interop.txt; bench_<name>.json and .txt per benchmark; bench_device-short.json and .txt
+#                  h200/, h200-2/, ... (one folder per h200 step: results, filter.txt) and h200.txt, h200-2.txt, ...
 set -uo pipefail
 out=${OUT:-/tmp/wsbench-device}
 mkdir -p "$out"
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests physics smoke smoke-cuda interop bench)
-# Tests were compiled with absolute fixture/profile paths of the build machine's checkout: recreate that path.
+# Tests were compiled with absolute fixture/profile paths of the build host's checkout: recreate that path.
 source_dir=$(cat .carry/SOURCE_DIR)
 mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$PWD/.carry/src" "$source_dir"
 export WSBENCH_PROFILES=$PWD/.carry/src/models/profiles
-# Tests that run the real executable find it at the build machine's build/wsbench.
-# (The checkout may sit at that very path on the GPU machine, without the ignored build/: link it there too.)
+# Tests that run the real executable find it in the build host's build directory (source/build by default).
+# (The checkout may sit at that very path on the remote host, without the ignored build/: link it there too.)
 mkdir -p .carry/src/build && ln -sf "$PWD/.carry/wsbench" .carry/src/build/wsbench
 mkdir -p "$source_dir/build" && { [ -e "$source_dir/build/wsbench" ] || ln -sf "$PWD/.carry/wsbench" "$source_dir/build/wsbench"; }
+if [ -f .carry/BUILD_DIR ]; then
+  build_dir=$(cat .carry/BUILD_DIR)
+  mkdir -p "$build_dir" && { [ -e "$build_dir/wsbench" ] || ln -sf "$PWD/.carry/wsbench" "$build_dir/wsbench"; }
+fi
 [ -f .carry/tests.tar.xz ] && [ ! -d .carry/tests ] && python3 -c "import tarfile; tarfile.open('.carry/tests.tar.xz').extractall('.carry')"
 export LD_LIBRARY_PATH=$PWD/.carry:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv > "$out/gpu.csv" 2>&1
 mkdir -p "$out/logs"
-# A step may carry a time limit in seconds (STEP@SECONDS): the device tool kills a command at its limit, so each step
-# is bounded and the results are still packed.
 run_step() {
   local step=$1
   case "$step" in
@@ -55,16 +83,17 @@ run_step() {
         timeout 240 "$b" --benchmark_format=console --benchmark_out="$out/logs/$(basename "$b").json" --benchmark_out_format=json > "$out/logs/$(basename "$b").txt" 2>&1; echo "$(basename "$b") rc $?"; tail -25 "$out/logs/$(basename "$b").txt"
       done ;;
     h200=*) regex=${step#h200=}
-      # Results go straight under $OUT so the cells that finished survive a step killed at its limit; the trial
-      # workdirs (stores, checkpoints) are moved to /tmp by a link, never packed.
-      # Each h200 step of one call gets its own folder (h200, h200-2, ...), so a later step never overwrites cells.
+      # Results go straight under $out/logs so the cells that finished survive a step ended at its limit; the trial
+      # workdirs (stores, checkpoints) live in /tmp behind a link and are never packed.
+      # Each h200 step gets its own folder (h200, h200-2, ...), so a later step never overwrites cells.
       dir=h200; k=1; while [ -e "$out/logs/$dir" ]; do k=$((k+1)); dir=h200-$k; done
       rm -rf /tmp/h200-work  # the previous step's stores: the disk holds one step's at a time
       mkdir -p "$out/logs/$dir" /tmp/h200-work && ln -sfn /tmp/h200-work "$out/logs/$dir/work"
       echo "$regex" > "$out/logs/$dir/filter.txt"
       .carry/wsbench run matrices/h200.json --filter "$regex" --out "$out/logs/$dir" > "$out/logs/$dir.txt" 2>&1; echo "h200 rc $?"
       tail -60 "$out/logs/$dir.txt" ;;
-    bench-device) .carry/bench/bench_bench_device --short --benchmark_out="$out/logs/bench_device.json" --benchmark_out_format=json > "$out/logs/bench_device.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device.txt" ;;
+    # Written as bench_device-short.* so that it never overwrites the bench step's bench_device.* of the same run.
+    bench-device) .carry/bench/bench_device --short --benchmark_out="$out/logs/bench_device-short.json" --benchmark_out_format=json > "$out/logs/bench_device-short.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device-short.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 }
