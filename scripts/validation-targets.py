@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
-"""Issue 4's targets from an h200 results.json (wsbench run matrices/h200.json): every time as a ratio to the
-physical floor measured in the same cell, next to its target, plus the linear-cost check over expert counts.
+"""The H200 matrix's phase ratios against their floors and targets, from the results.json of
+`wsbench run matrices/h200.json`: every commit and prepare time as a ratio to the physical floor measured in the same
+cell, next to its target, with peak RSS against its bound, plus the linear-cost check over expert counts.
+
+Targets: cpu commit <= 1.10 x the H2D time of the rank images; cpu prepare <= 3 x canonical bytes / memcpy GB/s; cpu
+peak RSS <= canonical + rank images + 2 GiB; disk commit <= 1.3 x max(disk-read time, H2D time) of the rank images;
+disk peak RSS <= 4 GiB; prepare and commit seconds per GB within +-10% over the `linear/` cells' expert counts.
 
   scripts/validation-targets.py RESULTS.json --out DIR    -> DIR/targets.json, DIR/targets.md
 
