@@ -21,7 +21,7 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 # -O1 with line tables: symbolized reports at a fifth less compile time than -O2 -g; NDEBUG stays unset so
 # nlohmann's internal assertions fire. CMAKE_CUDA_COMPILER set empty skips check_language(CUDA).
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DWSB_FUZZ=ON -DWSBENCH_TESTS=OFF -DWSBENCH_BENCH=OFF \
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DWSBENCH_FUZZ=ON -DWSBENCH_TESTS=OFF -DWSBENCH_BENCH=OFF \
   -DCMAKE_CUDA_COMPILER= -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
   "${launcher[@]}" >/dev/null
 cmake --build build-fuzz -j "${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}" --target fuzz
