@@ -486,7 +486,11 @@ nlohmann::json run_cell(const MatrixCell& cell, const CellRunOptions& options) {
         if (p.version == cell.target) out["bytes"]["delta_compressed"] = p.stored_bytes;
       }
     }
-    out["reference"] = {{"fingerprint", reference.fingerprint}, {"native_load_s", reference.native_load_s}};
+    // The native load's per-rank checksum maps travel with the results, so two runs (hosts, builds) can be compared
+    // storage by storage.
+    out["reference"] = {{"fingerprint", reference.fingerprint},
+                        {"native_load_s", reference.native_load_s},
+                        {"checksums", reference.checksums}};
 
     TrialInputs inputs{cell, launch, Store(store_dir).update_dir(0), reference, "", progress};
     std::string first_failure;
