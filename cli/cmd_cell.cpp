@@ -7,6 +7,7 @@
 #include "harness/profiler.hpp"
 #include "harness/progress.hpp"
 #include "core/errors.hpp"
+#include "reports/results_json.hpp"
 
 namespace wsb {
 
@@ -22,15 +23,15 @@ int cmd_cell(const std::filesystem::path& matrix_path, const std::string& cell_i
   }
   CellRunOptions options{profiles_dir, workdir, keep_workdir, progress_path_for(out)};
   options.launcher = matrix.launcher_for(*cell);
-  const nlohmann::json result = run_cell(*cell, options);
+  const Cell result = run_cell(*cell, options);
   const auto tmp = out.string() + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
-    f << result.dump(2) << "\n";
+    f << nlohmann::json(result).dump(2) << "\n";
     if (!f) throw Error(ErrorKind::Io, fmt::format("cannot write {}", tmp));
   }
   std::filesystem::rename(tmp, out);
-  return result.value("status", "fail") == "pass" ? 0 : 1;
+  return result.status == Status::Pass ? 0 : 1;
 }
 
 }  // namespace wsb

@@ -37,9 +37,7 @@ int cmd_run(const fs::path& profiles_dir, const RunArgs& args) {
   options.keep_workdir = args.keep_workdir;
   if (!args.shard.empty()) options.shard = parse_shard(args.shard);
   options.progress = choose_progress_style(args.quiet, args.json_progress, ::isatty(STDERR_FILENO) == 1);
-  const nlohmann::json raw = run_matrix(options, self_executable());
-  // Round-trip through the schema so what is written is exactly what reports/ reads back.
-  Results results = raw.get<Results>();
+  const Results results = run_matrix(options, self_executable());
   save_results(out / "results.json", results);
   write_report_markdown(out / "report.md", results);
   std::cout << render_tables(results, TableFormat::Text);  // the tables of report.md: summary, phases, checks, memory

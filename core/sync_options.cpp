@@ -30,7 +30,10 @@ template <typename T>
 T integer_field(const nlohmann::json& j, const char* key, const std::string& where) {
   const auto& v = j.at(key);
   if (!v.is_number_integer()) fail(where, fmt::format("field '{}' must be an integer, got {}", key, v.dump()));
-  if (!v.is_number_unsigned()) fail(where, fmt::format("field '{}' must be >= 0, got {}", key, v.dump()));
+  // A non-negative value built in memory from a signed field is a signed JSON integer; text parses as unsigned.
+  if (!v.is_number_unsigned() && v.get<int64_t>() < 0) {
+    fail(where, fmt::format("field '{}' must be >= 0, got {}", key, v.dump()));
+  }
   if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
     fail(where, fmt::format("field '{}' is too large: {}", key, v.dump()));
   }

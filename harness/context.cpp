@@ -63,59 +63,54 @@ std::string detect_host_runtime() {
   return container ? machine + "/container" : machine;
 }
 
-nlohmann::json collect_context() {
-  nlohmann::json c;
+Context collect_context() {
+  Context c;
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  c["host"] = host;
+  c.host = host;
   const std::string cpuinfo = read_file("/proc/cpuinfo");
-  std::string model;
   if (auto pos = cpuinfo.find("model name"); pos != std::string::npos) {
     auto colon = cpuinfo.find(':', pos);
-    model = cpuinfo.substr(colon + 2, cpuinfo.find('\n', colon) - colon - 2);
+    c.cpu_model = cpuinfo.substr(colon + 2, cpuinfo.find('\n', colon) - colon - 2);
   }
-  c["cpu_model"] = model;
-  c["cpu_cores"] = std::thread::hardware_concurrency();
-  c["memory_bytes"] = proc_value(read_file("/proc/meminfo"), "MemTotal");
+  c.cpu_cores = std::thread::hardware_concurrency();
+  c.memory_bytes = proc_value(read_file("/proc/meminfo"), "MemTotal");
   utsname u{};
   ::uname(&u);
-  c["kernel"] = std::string(u.sysname) + " " + u.release;
-  std::string os = "unknown";
+  c.kernel = std::string(u.sysname) + " " + u.release;
+  c.os = "unknown";
   std::istringstream rel(read_file("/etc/os-release"));
   for (std::string line; std::getline(rel, line);) {
     if (line.rfind("PRETTY_NAME=", 0) == 0) {
-      os = line.substr(12);
-      if (os.size() >= 2 && os.front() == '"') os = os.substr(1, os.size() - 2);
+      c.os = line.substr(12);
+      if (c.os.size() >= 2 && c.os.front() == '"') c.os = c.os.substr(1, c.os.size() - 2);
     }
   }
-  c["os"] = os;
-  c["runtime_detected"] = detect_host_runtime();
+  c.runtime_detected = detect_host_runtime();
   // The commit the binary was built from (cmake/build_commit.cmake, refreshed at every build): the directory a run
   // starts in may be another checkout, or a copied tree whose git state says nothing about this binary.
-  c["build_commit"] = WSBENCH_BUILD_COMMIT;
+  c.build_commit = WSBENCH_BUILD_COMMIT;
 #ifdef NDEBUG
-  c["build_type"] = "release";
+  c.build_type = "release";
 #else
-  c["build_type"] = "debug";
+  c.build_type = "debug";
 #endif
 #ifdef WSBENCH_HAVE_CUDA
-  c["cuda_compiled"] = true;
+  c.extra["cuda_compiled"] = true;
 #else
-  c["cuda_compiled"] = false;
+  c.extra["cuda_compiled"] = false;
 #endif
-  nlohmann::json gpus = nlohmann::json::array();
   for (const auto& d : cuda_devices()) {
-    gpus.push_back({{"index", d.index}, {"name", d.name}, {"memory_bytes", d.memory_bytes},
-                    {"compute_capability", std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
-                    {"pci_bus_id", d.pci_bus_id}});
+    c.gpus.push_back({{"index", d.index}, {"name", d.name}, {"memory_bytes", d.memory_bytes},
+                      {"compute_capability", std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor)},
+                      {"pci_bus_id", d.pci_bus_id}});
   }
-  c["gpus"] = gpus;
-  c["cuda_driver"] = cuda_driver_version();
-  c["cuda_runtime"] = cuda_runtime_version();
+  c.extra["cuda_driver"] = cuda_driver_version();
+  c.extra["cuda_runtime"] = cuda_runtime_version();
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  c["date_utc"] = date;
+  c.date_utc = date;
   return c;
 }
 

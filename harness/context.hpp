@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/results.hpp"
+
 namespace wsb {
 
 /// "gvisor", or the machine ("bare-metal" | "firecracker-vm" | "vm") with "/container" appended inside a
@@ -12,8 +14,9 @@ namespace wsb {
 /// containers show /.dockerenv or a container cgroup; other VMs the "hypervisor" cpu flag.
 std::string detect_host_runtime();
 
-/// host, cpu_model, cpu_cores, memory_bytes, kernel, os, runtime_detected, build_commit, build_type, date_utc.
-nlohmann::json collect_context();
+/// This host and build: host, cpu_model, cpu_cores, memory_bytes, kernel, os, runtime_detected, build_commit,
+/// build_type, date_utc, gpus; cuda_compiled, cuda_driver, cuda_runtime in `extra`.
+Context collect_context();
 
 /// Host memory facts from /proc (bytes): rss, rss_peak (since the last reset_peak_rss), mem_available, cached; and
 /// device_used_bytes per visible CUDA device (cudaMemGetInfo: total - free, all processes) when there is one.

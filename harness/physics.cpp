@@ -105,22 +105,24 @@ void add_h2d_floors(FloorMeasurement& floors, int tp, int streams) {
   for (int d : used) floors.h2d_gbps += best[d];
 }
 
-nlohmann::json floors_json(const FloorMeasurement& f) {
-  nlohmann::json j{{"host_memcpy_gbps", f.host_memcpy_gbps}, {"host_memcpy_threads", f.host_memcpy_threads},
-                   {"host_memcpy_bytes", f.host_memcpy_bytes}, {"disk_read_gbps", f.disk_read_gbps},
-                   {"disk_read_bytes", f.disk_read_bytes},     {"disk_path", f.disk_path},
-                   {"disk_read_cold", f.disk_read_cold}};
+Floors floors_record(const FloorMeasurement& f) {
+  Floors out;
+  out.host_memcpy_gbps = f.host_memcpy_gbps;
+  out.disk_read_gbps = f.disk_read_gbps;
+  out.extra = {{"host_memcpy_threads", f.host_memcpy_threads}, {"host_memcpy_bytes", f.host_memcpy_bytes},
+               {"disk_read_bytes", f.disk_read_bytes},         {"disk_path", f.disk_path},
+               {"disk_read_cold", f.disk_read_cold}};
   if (!f.h2d.empty()) {
-    j["h2d_gbps"] = f.h2d_gbps;
-    j["h2d_devices"] = f.h2d_devices;
+    out.h2d_gbps = f.h2d_gbps;
+    out.extra["h2d_devices"] = f.h2d_devices;
     nlohmann::json per = nlohmann::json::array();
     for (const auto& m : f.h2d) {
       per.push_back({{"device", m.device}, {"chunk_bytes", m.chunk_bytes}, {"streams", m.streams},
                      {"bytes", m.bytes}, {"gbps", m.gbps}});
     }
-    j["h2d"] = per;
+    out.extra["h2d"] = per;
   }
-  return j;
+  return out;
 }
 
 }  // namespace wsb

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cuda/h2d_floor.hpp"
+#include "reports/results.hpp"
 
 namespace wsb {
 
@@ -37,6 +38,8 @@ FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes
 /// streams, as a commit copies) into `floors`, and sets h2d_gbps for `tp` ranks placed as the engine places them
 /// (rank r on device r % devices). Throws Error(Resource) without a CUDA device: a CUDA cell needs its floor.
 void add_h2d_floors(FloorMeasurement& floors, int tp, int streams);
-nlohmann::json floors_json(const FloorMeasurement& floors);
+/// The floors as results record them: the typed GB/s fields, and threads, bytes, disk path, cold read and the
+/// per-device H2D measurements in `extra`.
+Floors floors_record(const FloorMeasurement& floors);
 
 }  // namespace wsb

@@ -17,6 +17,7 @@
 
 #include "engine/cuda/cuda_ops.hpp"
 #include "harness/context.hpp"
+#include "reports/results_json.hpp"
 #include "harness/progress.hpp"
 #include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
@@ -128,7 +129,37 @@ void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, con
   }
 }
 
-nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
+namespace {
+
+/// A cell that ran no trial (skipped, or its process wrote no result): its configuration, status and reason.
+Cell cell_without_trials(const MatrixCell& mc, Status status, const std::string& reason) {
+  nlohmann::json j = mc.to_json();
+  j["status"] = "fail";
+  j["trials"] = nlohmann::json::array();
+  Cell c = parse_cell(j, mc.id);
+  c.status = status;
+  c.reason = reason;
+  return c;
+}
+
+/// The cell process's result file, or the reason it cannot be read (empty `failure` on success).
+std::optional<Cell> read_cell_result(const fs::path& path, std::string& failure) {
+  std::ifstream in(path);
+  if (!in) {
+    if (failure.empty()) failure = "the cell process wrote no result";
+    return std::nullopt;
+  }
+  try {
+    return parse_cell(nlohmann::json::parse(in), path.string());
+  } catch (const std::exception& e) {  // not JSON, or not a cell of the results schema
+    failure += fmt::format("{}unreadable cell result {}: {}", failure.empty() ? "" : "; ", path.string(), e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Results run_matrix(const RunOptions& options, const fs::path& self) {
   Matrix matrix = load_matrix(options.matrix_path);
   auto cells = filter_cells(matrix.cells, options.filter);
   if (cells.empty()) {
@@ -138,12 +169,10 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
   cells = shard_cells(cells, options.shard);  // may be empty: a job array can have more tasks than cells
   check_cells(matrix, cells, options.profiles_dir);  // a bad model/tp/scale fails here, before any child runs
   fs::create_directories(options.out_dir / "cells");
-  nlohmann::json results{{"schema_version", 1},
-                         {"tool", "wsbench"},
-                         {"context", collect_context()},
-                         {"matrix", matrix.name},
-                         {"cells", nlohmann::json::array()}};
-  if (options.shard.count > 1) results["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
+  Results results;
+  results.context = collect_context();
+  results.matrix = matrix.name;
+  if (options.shard.count > 1) results.extra["shard"] = {{"index", options.shard.index}, {"count", options.shard.count}};
   ProgressDisplay display(options.progress, options.progress_out != nullptr ? *options.progress_out : std::cerr,
                           options.progress == ProgressStyle::Tty ? terminal_width(STDERR_FILENO) : 0);
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -158,13 +187,10 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
     const auto t0 = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
     display.started(shown);
-    nlohmann::json cell_json;
+    Cell result;
     if (const std::string why = skip_reason(cell, launcher); !why.empty()) {
-      cell_json = cell.to_json();
-      cell_json["status"] = "skipped";
-      cell_json["reason"] = why;
-      cell_json["runtime_detected"] = "not-started";
-      cell_json["trials"] = nlohmann::json::array();
+      result = cell_without_trials(cell, Status::Skipped, why);
+      result.extra["runtime_detected"] = "not-started";
     } else {
       auto tick = [&] {
         if (auto p = read_progress(progress_file)) shown.progress = *p;
@@ -172,39 +198,24 @@ nlohmann::json run_matrix(const RunOptions& options, const fs::path& self) {
         display.update(shown);
       };
       std::string failure = spawn_and_wait(cell_command(cell, launcher, self, options, cell_out, workdir), tick);
-      std::ifstream in(cell_out);
-      if (in) {
-        try {
-          cell_json = nlohmann::json::parse(in);
-        } catch (const nlohmann::json::exception& e) {
-          failure += fmt::format("{}unreadable cell result {}: {}", failure.empty() ? "" : "; ", cell_out.string(), e.what());
-        }
-      } else if (failure.empty()) {
-        failure = "the cell process wrote no result";
-      }
-      if (cell_json.is_null()) {
-        cell_json = cell.to_json();
-        cell_json["trials"] = nlohmann::json::array();
-      }
+      std::optional<Cell> read = read_cell_result(cell_out, failure);
+      result = read ? std::move(*read) : cell_without_trials(cell, Status::Fail, failure);
       if (!failure.empty()) {
-        cell_json["status"] = "fail";
-        cell_json["reason"] = failure;
+        result.status = Status::Fail;
+        result.reason = failure;
       }
       // The host is the machine, as in the context block: a launcher that gives the child its own hostname (a
       // container) must not turn one machine into a fleet. The child's own name is kept beside it.
-      const std::string machine = results["context"].value("host", "");
-      if (cell_json.contains("host") && cell_json["host"].is_string() && cell_json["host"] != machine) {
-        cell_json["host_in_runtime"] = cell_json["host"];
-      }
-      cell_json["host"] = machine;
+      if (!result.host.empty() && result.host != results.context.host) result.extra["host_in_runtime"] = result.host;
     }
+    result.host = results.context.host;
     std::error_code ec;
     fs::remove(progress_file, ec);
-    shown.status = cell_json.value("status", "fail");
-    shown.reason = cell_json.value("reason", "");
+    shown.status = status_name(result.status);
+    shown.reason = result.reason;
     shown.elapsed_s = elapsed();
     display.finished(shown);
-    results["cells"].push_back(std::move(cell_json));
+    results.cells.push_back(std::move(result));
   }
   std::error_code ec;
   if (!options.keep_workdir) fs::remove(options.out_dir / "work", ec);  // only removes it when empty

@@ -11,6 +11,7 @@
 #include "harness/matrix.hpp"
 #include "harness/progress_display.hpp"
 #include "harness/shard.hpp"
+#include "reports/results.hpp"
 #include "models/layout/tp_layout.hpp"
 
 namespace wsb {
@@ -47,10 +48,12 @@ void check_device_fits(const MatrixCell& cell, const std::vector<RankLayout>& la
 /// Error(Missing) for a launcher program that is not installed; Error(Resource) for a missing or too small device.
 void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, const std::filesystem::path& profiles_dir);
 
-/// Runs the matrix's cells selected by filter and shard (after check_cells); returns results.json's object. A child
-/// that dies or writes no result yields a failed cell with the exit status as reason; a cell with a skip_reason is
-/// not started and reported "skipped". Progress goes to options.progress_out in options.progress's style.
-nlohmann::json run_matrix(const RunOptions& options, const std::filesystem::path& self);
+/// Runs the matrix's cells selected by filter and shard (after check_cells); returns the run's results (context
+/// block, every cell as its process wrote it, with the host set to this machine's). A child that dies, writes no
+/// result or one that is not a cell of the results schema yields a failed cell with the reason; a cell with a
+/// skip_reason is not started and reported Skipped. Progress goes to options.progress_out in options.progress's
+/// style.
+Results run_matrix(const RunOptions& options, const std::filesystem::path& self);
 
 /// Path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();

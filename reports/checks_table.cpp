@@ -32,12 +32,12 @@ struct Tally {
 }  // namespace
 
 const std::vector<std::string>& checks_table_names() {
-  static const std::vector<std::string> names = {"probes_exact",
-                                                 "generation_during_prepare",
-                                                 "checksums_equal_native_load",
-                                                 "storage_pointers_unchanged",
-                                                 "missing_target_rejected",
-                                                 "version_is_target"};
+  static const std::vector<std::string> names = {check_names::kProbesExact,
+                                                 check_names::kGenerationDuringPrepare,
+                                                 check_names::kChecksumsEqualNativeLoad,
+                                                 check_names::kStoragePointersUnchanged,
+                                                 check_names::kMissingTargetRejected,
+                                                 check_names::kVersionIsTarget};
   return names;
 }
 

@@ -48,9 +48,9 @@ void judge(CompareRow& row, const ConfigGroup* base, const ConfigGroup* cand, do
   auto over = [&](const CompareMetric& m, const char* name) {
     if (m.ratio && *m.ratio > 1.0 + threshold) why.push_back(fmt::format("{} {:.2f}x > {:.2f}x", name, *m.ratio, 1.0 + threshold));
   };
-  over(row.prepare, "prepare");
-  over(row.commit, "commit");
-  over(row.pause, "pause");
+  over(row.prepare, time_keys::kPrepare);
+  over(row.commit, time_keys::kCommit);
+  over(row.pause, time_keys::kPause);
   over(row.loop, "loop");
   const auto cand_fail = failure(cand);
   if (cand_fail && !failure(base)) why.push_back("failed check in candidate: " + *cand_fail);
@@ -94,10 +94,10 @@ Comparison compare_results(const Results& baseline, const Results& candidate, do
     row.key = key;
     row.in_baseline = b != nullptr;
     row.in_candidate = c != nullptr;
-    row.prepare = metric(b, c, "prepare");
-    row.commit = metric(b, c, "commit");
-    row.pause = metric(b, c, "pause");
-    row.loop = metric(b, c, "envelope");
+    row.prepare = metric(b, c, time_keys::kPrepare);
+    row.commit = metric(b, c, time_keys::kCommit);
+    row.pause = metric(b, c, time_keys::kPause);
+    row.loop = metric(b, c, time_keys::kEnvelope);
     judge(row, b, c, threshold);
     out.regressed = out.regressed || row.regression;
     out.rows.push_back(std::move(row));

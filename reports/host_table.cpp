@@ -32,8 +32,8 @@ Table host_mean_table(std::span<const Cell> cells) {
     const ConfigGroup& g = groups[i];
     size_t runs = 0;
     for (const Cell* c : g.cells) runs += c->trials.size();
-    t.rows.push_back({labels[i], g.key.mode, g.key.runtime, mean_ci(g, "prepare"), mean_ci(g, "commit"),
-                      mean_ci(g, "pause"), mean_ci(g, "envelope"), static_cast<double>(g.hosts.size()),
+    t.rows.push_back({labels[i], g.key.mode, g.key.runtime, mean_ci(g, time_keys::kPrepare), mean_ci(g, time_keys::kCommit),
+                      mean_ci(g, time_keys::kPause), mean_ci(g, time_keys::kEnvelope), static_cast<double>(g.hosts.size()),
                       static_cast<double>(runs)});
   }
   return t;

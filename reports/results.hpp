@@ -18,6 +18,32 @@ namespace wsb {
 /// The only results.json schema version this code reads and writes.
 inline constexpr int kResultsSchemaVersion = 1;
 
+/// The checks a trial records (Check::name), in the order the profiler judges them (harness/verify.hpp).
+namespace check_names {
+inline constexpr const char* kFreshEnginesAgree = "fresh_engines_agree";
+inline constexpr const char* kUpdateChangesFingerprint = "update_changes_fingerprint";
+inline constexpr const char* kUpdateSucceeds = "update_succeeds";
+inline constexpr const char* kProbesExact = "probes_exact";
+inline constexpr const char* kGenerationDuringPrepare = "generation_during_prepare";
+inline constexpr const char* kProbesAfterCommit = "probes_after_commit";
+inline constexpr const char* kVersionIsTarget = "version_is_target";
+inline constexpr const char* kChecksumsEqualNativeLoad = "checksums_equal_native_load";
+inline constexpr const char* kStoragePointersUnchanged = "storage_pointers_unchanged";
+inline constexpr const char* kMissingTargetRejected = "missing_target_rejected";
+inline constexpr const char* kEngineAnswers = "engine_answers";
+}  // namespace check_names
+
+/// The keys of Trial::times_s, seconds.
+namespace time_keys {
+inline constexpr const char* kNativeLoad = "native_load";  ///< the trial's boot (native load of v0)
+inline constexpr const char* kPrepare = "prepare";         ///< the prepare call
+inline constexpr const char* kCommit = "commit";           ///< the commit call as the client timed it
+inline constexpr const char* kPause = "pause";             ///< scheduler gate closed (the engine's report)
+inline constexpr const char* kEnvelope = "envelope";       ///< prepare start -> first response at the target
+inline constexpr const char* kMaxStall = "max_stall";      ///< largest gap between decode steps the client saw
+inline constexpr const char* kCuptiOverhead = "cupti_overhead";  ///< pause time spent starting/stopping CUPTI
+}  // namespace time_keys
+
 /// Outcome of a cell ("pass" | "fail" | "skipped") or of a trial ("pass" | "fail").
 enum class Status { Pass, Fail, Skipped };
 

@@ -69,17 +69,17 @@ json trial_trace(const Cell& cell, const Trial& trial) {
   events.push_back(thread_name(kPhasesTid, "phases"));
   events.push_back(thread_name(kDecodeTid, "decode"));
 
-  const double load = time_of(trial, "native_load").value_or(0);
-  const double prepare = time_of(trial, "prepare").value_or(0);
-  const double commit = time_of(trial, "commit").value_or(0);
-  const double load0 = timeline_start(trial, "native_load").value_or(0);
-  const double prepare0 = timeline_start(trial, "prepare").value_or(load0 + load);
-  const double commit0 = timeline_start(trial, "commit").value_or(prepare0 + prepare);
-  if (time_of(trial, "native_load")) events.push_back(event("native_load", kTrialTid, load0, load));
-  if (time_of(trial, "prepare")) events.push_back(event("prepare", kTrialTid, prepare0, prepare));
-  if (time_of(trial, "commit")) events.push_back(event("commit", kTrialTid, commit0, commit));
-  if (auto pause = time_of(trial, "pause")) {
-    const double start = timeline_start(trial, "pause").value_or(commit0 + std::max(0.0, commit - *pause));
+  const double load = time_of(trial, time_keys::kNativeLoad).value_or(0);
+  const double prepare = time_of(trial, time_keys::kPrepare).value_or(0);
+  const double commit = time_of(trial, time_keys::kCommit).value_or(0);
+  const double load0 = timeline_start(trial, time_keys::kNativeLoad).value_or(0);
+  const double prepare0 = timeline_start(trial, time_keys::kPrepare).value_or(load0 + load);
+  const double commit0 = timeline_start(trial, time_keys::kCommit).value_or(prepare0 + prepare);
+  if (time_of(trial, time_keys::kNativeLoad)) events.push_back(event("native_load", kTrialTid, load0, load));
+  if (time_of(trial, time_keys::kPrepare)) events.push_back(event("prepare", kTrialTid, prepare0, prepare));
+  if (time_of(trial, time_keys::kCommit)) events.push_back(event("commit", kTrialTid, commit0, commit));
+  if (auto pause = time_of(trial, time_keys::kPause)) {
+    const double start = timeline_start(trial, time_keys::kPause).value_or(commit0 + std::max(0.0, commit - *pause));
     events.push_back(event("pause", kPauseTid, start, *pause));
   }
 

@@ -20,6 +20,7 @@
 #include "engine/engine.hpp"
 #include "engine_api/http_engine_client.hpp"
 #include "harness/profiler.hpp"
+#include "reports/results_json.hpp"
 #include "publisher/publisher.hpp"
 #include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"

@@ -14,6 +14,7 @@
 
 #include "engine_api/http_engine_client.hpp"
 #include "harness/profiler.hpp"
+#include "reports/results_json.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/profiler.hpp"
+#include "reports/results_json.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -20,7 +21,7 @@ TEST_P(ProfilerCell, PassesEveryCheck) {
   cell.seed = 3;
   cell.id = "tiny/" + cell.mode_label();
   cell.floor_bytes = 8 << 20;
-  const auto result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
+  const nlohmann::json result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
   ASSERT_EQ(result["status"], "pass") << result.dump(2);
   ASSERT_EQ(result["trials"].size(), 2u);
   const std::vector<std::string> expected_checks{
@@ -55,7 +56,7 @@ TEST(ProfilerCellSetup, UnknownModelFailsTheCellWithTheReason) {
   cell.model = "no-such-model";
   cell.sync = test::sync_of("cpu");
   cell.id = "bad";
-  const auto result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
+  const nlohmann::json result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
   EXPECT_EQ(result["status"], "fail");
   EXPECT_NE(result["reason"].get<std::string>().find("no-such-model"), std::string::npos) << result["reason"];
 }

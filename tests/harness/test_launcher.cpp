@@ -7,6 +7,7 @@
 #include "harness/context.hpp"
 #include "engine_api/launcher.hpp"
 #include "harness/profiler.hpp"
+#include "reports/results_json.hpp"
 #include "harness/runner.hpp"
 #include "core/errors.hpp"
 #include "tests/support/test_support.hpp"
@@ -145,7 +146,7 @@ TEST(Launcher, GpuCellUnderGvisorIsReportedSkippedWithoutStarting) {
   // Neither a device nor runsc nor a wsbench executable is needed: the cell is never started.
   test::TempDir empty;
   ScopedPath path(empty.path().string());
-  const auto results = run_matrix(options, "/no/such/wsbench");
+  const nlohmann::json results = run_matrix(options, "/no/such/wsbench");
   ASSERT_EQ(results["cells"].size(), 1u);
   const auto& cell = results["cells"][0];
   EXPECT_EQ(cell["id"], "llama-tiny-bf16/cpu/gvisor/tp2");
@@ -191,7 +192,7 @@ TEST(Launcher, AGvisorCellOutsideTheSandboxFails) {
   cell.model = "llama-tiny-bf16";
   cell.sync = test::sync_of("cpu");
   cell.runtime = "gvisor";
-  const auto result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false, {}});
+  const nlohmann::json result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false, {}});
   EXPECT_EQ(result["status"], "fail");
   EXPECT_EQ(result["runtime"], "gvisor");
   EXPECT_EQ(result["runtime_detected"], detect_host_runtime());
