@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <type_traits>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "core/errors.hpp"
 
@@ -105,8 +107,9 @@ std::string names(const std::map<std::string, Launcher>& launchers) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
-void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& launchers, const std::string& where) {
-  if (cell.model.empty()) fail(where, "field 'model' is required");
+// The checks one field can fail on its own (an axis value is checked by these before any cell is expanded).
+void validate_values(const MatrixCell& cell, const std::map<std::string, Launcher>& launchers,
+                     const std::string& where) {
   if (!launchers.contains(cell.runtime)) {
     fail(where, fmt::format("field 'runtime': unknown runtime '{}' ({})", cell.runtime, names(launchers)));
   }
@@ -116,10 +119,6 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
   if (cell.n < 1 || cell.n > 1000) fail(where, fmt::format("field 'n' must be 1..1000, got {}", cell.n));
   if (cell.publish_versions < 1 || cell.publish_versions > 100) {
     fail(where, fmt::format("field 'publish_versions' must be 1..100, got {}", cell.publish_versions));
-  }
-  if (cell.target < 1 || cell.target > cell.publish_versions) {
-    fail(where, fmt::format("field 'target' must be 1..publish_versions ({}), got {}", cell.publish_versions,
-                            cell.target));
   }
   if (cell.density && (*cell.density <= 0 || *cell.density > 1)) {
     fail(where, "field 'density' must be in (0, 1]: a zero density publishes identity deltas");
@@ -131,6 +130,14 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
   if (cell.chunk_bytes < (1u << 20)) fail(where, "field 'chunk_bytes' must be >= 1 MiB");
   if (cell.copy_streams < 1 || cell.copy_streams > 16) {
     fail(where, fmt::format("field 'copy_streams' must be 1..16, got {}", cell.copy_streams));
+  }
+}
+
+// The checks that relate fields to each other.
+void validate_combination(const MatrixCell& cell, const std::string& where) {
+  if (cell.target < 1 || cell.target > cell.publish_versions) {
+    fail(where, fmt::format("field 'target' must be 1..publish_versions ({}), got {}", cell.publish_versions,
+                            cell.target));
   }
   cell.sync.validate(where);
   if (cell.sync.refit.transport == RefitTransport::CudaIpc && !cell.uses_cuda()) {
@@ -144,6 +151,270 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
   if (!cell.uses_http() && (!cell.server_command.empty() || !cell.store.empty())) {
     fail(where, fmt::format("fields 'server_command' and 'store' need engine 'http', not '{}'", cell.engine));
   }
+}
+
+void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& launchers, const std::string& where) {
+  if (cell.model.empty()) fail(where, "field 'model' is required");
+  validate_values(cell, launchers, where);
+  validate_combination(cell, where);
+}
+
+// Fields a default id already names: an axis over one of them needs no id suffix.
+const std::set<std::string> kIdFields{"model", "mode", "runtime", "tp"};
+// Fields that cannot be axes: ids derive from the axes, and a command line is not one value.
+const std::set<std::string> kNotAxes{"id", "server_command"};
+const std::set<std::string> kTopLevelFields{"name", "description", "defaults", "cells", "launchers",
+                                            "axes", "include", "exclude"};
+
+/// Field -> its values, in field-name order (the order cells are expanded in).
+using Axes = std::map<std::string, std::vector<nlohmann::json>>;
+
+// One cell while a matrix is expanded.
+struct Expanded {
+  MatrixCell cell;                     ///< cell.id: the explicit id, empty for the default one
+  std::set<std::string> own;           ///< the fields the cell's own JSON object sets (axes skip them)
+  std::vector<std::string> suffixes;   ///< id suffixes: the values of the multi-value axes applied
+  std::vector<std::string> axis_values;  ///< "field=value" of every axis applied (for error messages)
+  std::string where;                   ///< "<matrix>: cell <i>[ (<id>)]"
+};
+
+// A matrix's launchers and expanded, excluded and validated cells (ids not yet written into the cells).
+struct Level {
+  std::string name;
+  std::string description;
+  std::map<std::string, Launcher> launchers;
+  std::vector<Expanded> cells;
+};
+
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string id_of(const Expanded& e) {
+  const MatrixCell& c = e.cell;
+  std::string id = c.id.empty() ? fmt::format("{}/{}/{}/tp{}", c.model, c.mode_label(), c.runtime, c.tp) : c.id;
+  for (const auto& s : e.suffixes) id += "/" + s;
+  return id;
+}
+
+std::string where_of(const Expanded& e) {
+  if (e.axis_values.empty()) return e.where;
+  return fmt::format("{} with {}", e.where, fmt::join(e.axis_values, ", "));
+}
+
+nlohmann::json json_of(const Expanded& e) {
+  MatrixCell c = e.cell;
+  c.id = id_of(e);
+  return c.to_json();
+}
+
+nlohmann::json read_matrix_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::Missing, fmt::format("{}: cannot open matrix", path.string()));
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number beyond double
+    fail(path.string(), fmt::format("invalid JSON: {}", e.what()));
+  }
+}
+
+// One axis's values, each checked as a cell field on its own.
+std::vector<nlohmann::json> parse_axis(const std::string& field, const nlohmann::json& values,
+                                       const std::map<std::string, Launcher>& launchers, const std::string& where) {
+  if (!kCellFields.contains(field)) fail(where, fmt::format("unknown field '{}'", field));
+  if (kNotAxes.contains(field)) fail(where, fmt::format("field '{}' cannot be an axis", field));
+  if (!values.is_array() || values.empty()) {
+    fail(where, fmt::format("field '{}' must be a non-empty array of values", field));
+  }
+  for (const auto& v : values) {
+    MatrixCell probe;
+    apply_fields(probe, nlohmann::json{{field, v}}, where);
+    validate_values(probe, launchers, where);
+  }
+  return values.get<std::vector<nlohmann::json>>();
+}
+
+Axes parse_axes(const nlohmann::json& j, const std::map<std::string, Launcher>& launchers, const std::string& origin) {
+  if (!j.contains("axes")) return {};
+  if (!j["axes"].is_object()) fail(origin, "field 'axes' must be an object (field -> array of values)");
+  Axes axes;
+  for (const auto& [field, values] : j["axes"].items()) {
+    axes[field] = parse_axis(field, values, launchers, origin + ": axes");
+  }
+  return axes;
+}
+
+Expanded with_axis_value(Expanded e, const std::string& field, const nlohmann::json& value, bool several,
+                         const std::string& origin) {
+  apply_fields(e.cell, nlohmann::json{{field, value}}, origin + ": axes");
+  if (several && !kIdFields.contains(field)) e.suffixes.push_back(value_text(value));
+  e.axis_values.push_back(fmt::format("{}={}", field, value_text(value)));
+  return e;
+}
+
+// The product of the axes' values over one cell, first field outermost; fields the cell sets itself stay.
+std::vector<Expanded> expand(const Expanded& base, const Axes& axes, const std::string& origin) {
+  std::vector<Expanded> out{base};
+  for (const auto& [field, values] : axes) {
+    if (base.own.contains(field)) continue;
+    std::vector<Expanded> next;
+    for (const auto& e : out) {
+      for (const auto& v : values) next.push_back(with_axis_value(e, field, v, values.size() > 1, origin));
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+bool same_launcher(const Launcher& a, const Launcher& b) {
+  return std::tie(a.name, a.command, a.gpu, a.no_gpu_why, a.network, a.no_network_why, a.install) ==
+         std::tie(b.name, b.command, b.gpu, b.no_gpu_why, b.network, b.no_network_why, b.install);
+}
+
+void merge_launchers(Level& level, const Level& included, const std::string& origin, const std::string& from) {
+  for (const auto& [name, launcher] : included.launchers) {
+    auto [it, inserted] = level.launchers.emplace(name, launcher);
+    if (!inserted && !same_launcher(it->second, launcher)) {
+      fail(origin, fmt::format("launcher '{}' is defined differently in {}", name, from));
+    }
+  }
+}
+
+Level parse_level(const nlohmann::json& j, const std::string& origin, const std::filesystem::path& dir,
+                  std::vector<std::filesystem::path>& chain);
+
+// The included matrix's cells and launchers, loaded as a matrix of its own.
+void include_matrix(Level& level, const nlohmann::json& j, const std::string& origin,
+                    const std::filesystem::path& dir, std::vector<std::filesystem::path>& chain) {
+  if (!j.contains("include")) return;
+  if (!j["include"].is_string()) fail(origin, "field 'include' must be a string (a matrix path relative to this one)");
+  const std::string name = j["include"];
+  const std::filesystem::path path = dir / name;
+  const std::string where = fmt::format("{}: include '{}'", origin, name);
+  if (!std::filesystem::is_regular_file(path)) fail(where, fmt::format("no matrix at {}", path.string()));
+  const auto canonical = std::filesystem::weakly_canonical(path);
+  if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
+    std::vector<std::string> files;
+    for (const auto& p : chain) files.push_back(p.filename().string());
+    fail(where, fmt::format("include cycle ({} -> {})", fmt::join(files, " -> "), canonical.filename().string()));
+  }
+  chain.push_back(canonical);
+  const Level included = parse_level(read_matrix_json(path), path.string(), path.parent_path(), chain);
+  chain.pop_back();
+  merge_launchers(level, included, origin, path.string());
+  level.cells = included.cells;
+}
+
+// The matrix's own cells with its defaults merged in (not yet expanded). `cells` may be left out beside `include`.
+std::vector<Expanded> own_cells(const nlohmann::json& j, const std::string& origin) {
+  const nlohmann::json cells = j.value("cells", nlohmann::json::array());
+  if (!cells.is_array() || (cells.empty() && !j.contains("include"))) {
+    fail(origin, "field 'cells' must be a non-empty array");
+  }
+  MatrixCell defaults;
+  if (j.contains("defaults")) apply_fields(defaults, j["defaults"], origin + ": defaults");
+  defaults.id.clear();
+  // SyncOptions defaults to cpu; a matrix must still say which mode each cell measures.
+  const auto sets_mode = [&](const char* key) {
+    return j.contains(key) && j[key].is_object() && j[key].contains("mode");
+  };
+  std::vector<Expanded> out;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto& cj = cells[i];
+    Expanded e{defaults, {}, {}, {}, fmt::format("{}: cell {}", origin, i)};
+    if (cj.is_object() && cj.contains("id") && cj["id"].is_string()) {
+      e.where += fmt::format(" ({})", cj["id"].get<std::string>());
+    }
+    apply_fields(e.cell, cj, e.where);
+    if (!sets_mode("defaults") && !sets_mode("axes") && !cj.contains("mode")) {
+      fail(e.where, fmt::format("field 'mode' is required ({})", fmt::join(sync_mode_names(), ", ")));
+    }
+    for (const auto& [key, value] : cj.items()) e.own.insert(key);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> parse_exclude(const nlohmann::json& j, const std::string& origin) {
+  if (!j.contains("exclude")) return {};
+  if (!j["exclude"].is_array()) fail(origin, "field 'exclude' must be an array of partial cells");
+  std::vector<nlohmann::json> out;
+  for (size_t i = 0; i < j["exclude"].size(); ++i) {
+    const auto& entry = j["exclude"][i];
+    const std::string where = fmt::format("{}: exclude {}", origin, i);
+    if (!entry.is_object() || entry.empty()) fail(where, "must be a non-empty object (a partial cell)");
+    for (const auto& [key, value] : entry.items()) {
+      if (!kCellFields.contains(key)) fail(where, fmt::format("unknown field '{}'", key));
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+bool matches(const nlohmann::json& cell, const nlohmann::json& entry) {
+  for (const auto& [key, value] : entry.items()) {
+    if (!cell.contains(key) || cell[key] != value) return false;
+  }
+  return true;
+}
+
+// Drops the cells each entry matches; an entry that drops nothing is refused (it is surely a typo).
+void apply_exclude(std::vector<Expanded>& cells, const std::vector<nlohmann::json>& exclude,
+                   const std::string& origin) {
+  for (size_t i = 0; i < exclude.size(); ++i) {
+    const size_t before = cells.size();
+    std::erase_if(cells, [&](const Expanded& e) { return matches(json_of(e), exclude[i]); });
+    if (cells.size() == before) fail(origin, fmt::format("exclude {} ({}) drops no cell", i, exclude[i].dump()));
+  }
+}
+
+void validate_cells(const Level& level) {
+  std::set<std::string> ids;
+  for (const auto& e : level.cells) {
+    validate(e.cell, level.launchers, where_of(e));
+    if (!ids.insert(id_of(e)).second) fail(where_of(e), fmt::format("duplicate cell id '{}'", id_of(e)));
+  }
+}
+
+Level parse_level(const nlohmann::json& j, const std::string& origin, const std::filesystem::path& dir,
+                  std::vector<std::filesystem::path>& chain) {
+  if (!j.is_object()) fail(origin, "a matrix must be a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (!kTopLevelFields.contains(key)) fail(origin, fmt::format("unknown top-level field '{}'", key));
+  }
+  Level level;
+  if (!j.contains("name") || !j["name"].is_string()) fail(origin, "field 'name' (string) is required");
+  level.name = j["name"];
+  if (j.contains("description")) level.description = get_field<std::string>(j, "description", origin);
+  level.launchers = builtin_launchers();
+  if (j.contains("launchers")) {
+    if (!j["launchers"].is_object()) fail(origin, "field 'launchers' must be an object (name -> command template)");
+    for (const auto& [name, value] : j["launchers"].items()) {
+      level.launchers[name] = parse_launcher(name, value, origin);
+    }
+  }
+  include_matrix(level, j, origin, dir, chain);
+  const Axes axes = parse_axes(j, level.launchers, origin);
+  const std::vector<nlohmann::json> exclude = parse_exclude(j, origin);
+  std::vector<Expanded> cells = std::move(level.cells);
+  for (auto& e : own_cells(j, origin)) cells.push_back(std::move(e));
+  level.cells.clear();
+  for (const auto& e : cells) {
+    for (auto& x : expand(e, axes, origin)) level.cells.push_back(std::move(x));
+  }
+  apply_exclude(level.cells, exclude, origin);
+  validate_cells(level);
+  return level;
+}
+
+Matrix finish(const Level& level) {
+  Matrix m;
+  m.name = level.name;
+  m.description = level.description;
+  m.launchers = level.launchers;
+  for (const auto& e : level.cells) {
+    m.cells.push_back(e.cell);
+    m.cells.back().id = id_of(e);
+  }
+  return m;
 }
 
 }  // namespace
@@ -173,49 +444,6 @@ nlohmann::json MatrixCell::to_json() const {
   return j;
 }
 
-Matrix parse_matrix(const nlohmann::json& j, const std::string& origin) {
-  if (!j.is_object()) fail(origin, "a matrix must be a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    if (key != "name" && key != "description" && key != "defaults" && key != "cells" && key != "launchers") {
-      fail(origin, fmt::format("unknown top-level field '{}'", key));
-    }
-  }
-  Matrix m;
-  if (!j.contains("name") || !j["name"].is_string()) fail(origin, "field 'name' (string) is required");
-  m.name = j["name"];
-  if (j.contains("description")) m.description = get_field<std::string>(j, "description", origin);
-  m.launchers = builtin_launchers();
-  if (j.contains("launchers")) {
-    if (!j["launchers"].is_object()) fail(origin, "field 'launchers' must be an object (name -> command template)");
-    for (const auto& [name, value] : j["launchers"].items()) m.launchers[name] = parse_launcher(name, value, origin);
-  }
-  MatrixCell defaults;
-  if (j.contains("defaults")) apply_fields(defaults, j["defaults"], origin + ": defaults");
-  if (!j.contains("cells") || !j["cells"].is_array() || j["cells"].empty()) {
-    fail(origin, "field 'cells' must be a non-empty array");
-  }
-  std::set<std::string> ids;
-  for (size_t i = 0; i < j["cells"].size(); ++i) {
-    const auto& cj = j["cells"][i];
-    std::string where = fmt::format("{}: cell {}", origin, i);
-    if (cj.is_object() && cj.contains("id") && cj["id"].is_string()) where += fmt::format(" ({})", cj["id"].get<std::string>());
-    MatrixCell cell = defaults;
-    cell.id.clear();
-    apply_fields(cell, cj, where);
-    // SyncOptions defaults to cpu; a matrix must still say which mode each cell measures.
-    const bool has_mode = (j.contains("defaults") && j["defaults"].is_object() && j["defaults"].contains("mode")) ||
-                          cj.contains("mode");
-    if (!has_mode) fail(where, fmt::format("field 'mode' is required ({})", fmt::join(sync_mode_names(), ", ")));
-    validate(cell, m.launchers, where);
-    if (cell.id.empty()) {
-      cell.id = fmt::format("{}/{}/{}/tp{}", cell.model, cell.mode_label(), cell.runtime, cell.tp);
-    }
-    if (!ids.insert(cell.id).second) fail(where, fmt::format("duplicate cell id '{}'", cell.id));
-    m.cells.push_back(cell);
-  }
-  return m;
-}
-
 const Launcher& Matrix::launcher_for(const MatrixCell& cell) const {
   auto it = launchers.find(cell.runtime);
   if (it == launchers.end()) {
@@ -224,16 +452,14 @@ const Launcher& Matrix::launcher_for(const MatrixCell& cell) const {
   return it->second;
 }
 
+Matrix parse_matrix(const nlohmann::json& j, const std::string& origin, const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> chain;
+  return finish(parse_level(j, origin, dir, chain));
+}
+
 Matrix load_matrix(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::Missing, fmt::format("{}: cannot open matrix", path.string()));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number beyond double
-    fail(path.string(), fmt::format("invalid JSON: {}", e.what()));
-  }
-  Matrix m = parse_matrix(j, path.string());
+  std::vector<std::filesystem::path> chain{std::filesystem::weakly_canonical(path)};
+  Matrix m = finish(parse_level(read_matrix_json(path), path.string(), path.parent_path(), chain));
   m.path = path;
   return m;
 }

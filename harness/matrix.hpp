@@ -1,5 +1,6 @@
 #pragma once
-// Matrices (matrices/*.json): cells model x mode x runtime x engine x tp x n, validated on load.
+// Matrices (matrices/*.json): cells model x mode x runtime x engine x tp x n, expanded from axes and included
+// matrices, validated on load.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -77,11 +78,21 @@ struct Matrix {
   const Launcher& launcher_for(const MatrixCell& cell) const;
 };
 
-/// Loads and validates. Throws Error(Format) naming the file, the cell (index and id) and the field: unknown
-/// field, wrong type, unknown mode/runtime/engine/encoding, tp/n/target out of range, duplicate ids, a malformed
-/// launcher (parse_launcher).
+/// Loads and validates. Cells are expanded in order: the `include`d matrix's cells (loaded as a matrix of its own,
+/// from a path relative to this file's folder), then this matrix's own cells with its `defaults` merged in; each is
+/// expanded into the product of this matrix's `axes` (field -> non-empty array of values, first field name
+/// outermost), skipping the axes whose field the cell's own JSON object sets; `exclude` (array of partial cells)
+/// then drops every cell whose to_json() has all of an entry's fields equal. A default id is
+/// "<model>/<mode>/<runtime>/tp<N>"; each axis with several values whose field that id does not name appends
+/// "/<value>" to the id (default or explicit).
+/// Throws Error(Format) naming the file, the cell (index, id, axis values) and the field: unknown field, wrong type,
+/// unknown mode/runtime/engine/encoding, tp/n/target out of range, duplicate ids, a malformed launcher
+/// (parse_launcher); an axis that is not a cell field, is `id` or `server_command`, has no values or a bad value;
+/// a missing included file, an include cycle, a launcher defined differently in the included matrix; an exclude
+/// entry with an unknown field or that drops no cell. Error(Missing) when `path` cannot be opened.
 Matrix load_matrix(const std::filesystem::path& path);
-Matrix parse_matrix(const nlohmann::json& j, const std::string& origin);
+/// load_matrix on parsed JSON: `origin` names it in errors, `include` is resolved against `dir`.
+Matrix parse_matrix(const nlohmann::json& j, const std::string& origin, const std::filesystem::path& dir = {});
 /// Cells whose id matches the ECMAScript regex `filter`.
 std::vector<MatrixCell> filter_cells(const std::vector<MatrixCell>& cells, const std::string& filter);
 

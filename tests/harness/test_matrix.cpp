@@ -1,8 +1,11 @@
-// Matrix schema: defaults, ids, filters, and errors naming the cell and the field.
+// Matrix schema: defaults, axes, include, exclude, ids, filters, and errors naming the cell and the field.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <unistd.h>
 
 #include "harness/matrix.hpp"
 #include "reports/results_json.hpp"
@@ -311,11 +314,24 @@ TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
 
 TEST(Matrix, TheShippedMatricesLoad) {
   const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
+  // smoke-cuda: smoke's native cells (included, gvisor excluded, engine axis) with the same ids, then the cuda-ipc cell.
+  const auto smoke = load_matrix(dir / "smoke.json");
   const auto cuda = load_matrix(dir / "smoke-cuda.json");
-  ASSERT_EQ(cuda.cells.size(), 13u);
-  EXPECT_EQ(cuda.cells[10].sync.mode, SyncModeKind::Refit);
-  EXPECT_EQ(cuda.cells[11].sync.mode, SyncModeKind::Refit);
-  EXPECT_EQ(cuda.cells[12].id, "gpt-oss-tiny-mxfp4/refit+cuda-ipc/native/tp2");
+  ASSERT_EQ(cuda.cells.size(), 14u);
+  for (size_t i = 0; i < 13; ++i) {
+    MatrixCell expected = smoke.cells[i];
+    ASSERT_EQ(expected.runtime, "native");
+    expected.engine = "embedded-cuda";  // chunk_bytes, copy_streams, cupti at their defaults
+    EXPECT_EQ(cuda.cells[i].to_json(), expected.to_json()) << i;
+  }
+  EXPECT_EQ(cuda.cells[12].id, "gpt-oss-tiny-mxfp4/refit+shm/native/tp2");
+  EXPECT_EQ(cuda.cells[12].to_json()["chunk_bytes"], 64u << 20);
+  EXPECT_EQ(cuda.cells[12].to_json()["copy_streams"], 2);
+  EXPECT_EQ(cuda.cells[12].to_json()["cupti"], true);
+  EXPECT_EQ(cuda.cells[13].id, "gpt-oss-tiny-mxfp4/refit+cuda-ipc/native/tp2");
+  EXPECT_EQ(cuda.cells[13].sync.refit.bucket_bytes, 0u);
+  EXPECT_EQ(cuda.cells[13].n, 3);
+  EXPECT_EQ(cuda.cells[13].seed, 7u);
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
   ASSERT_EQ(h200.cells.size(), 22u);
@@ -347,6 +363,168 @@ TEST(Matrix, TheShippedMatricesLoad) {
   }
   EXPECT_EQ(x4.cells[0].sync.mode, SyncModeKind::Cpu);
   EXPECT_EQ(x4.cells[1].sync.mode, SyncModeKind::Disk);
+}
+
+
+// A folder of matrix files for include tests, removed at the end of the test.
+class MatrixFiles {
+ public:
+  MatrixFiles()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("wsbench_matrix_" + std::to_string(getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  ~MatrixFiles() { std::filesystem::remove_all(dir_); }
+  MatrixFiles(const MatrixFiles&) = delete;
+  MatrixFiles& operator=(const MatrixFiles&) = delete;
+
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+std::vector<std::string> ids_of(const Matrix& m) {
+  std::vector<std::string> ids;
+  for (const auto& c : m.cells) ids.push_back(c.id);
+  return ids;
+}
+
+std::string load_error(const std::filesystem::path& path) {
+  try {
+    load_matrix(path);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Format);
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted: " << path;
+  return "";
+}
+
+TEST(MatrixAxes, ExpandInFieldNameOrderWithSuffixesForFieldsTheIdDoesNotName) {
+  // Axes replace the defaults' tp; the second cell sets tp itself and keeps it (no expansion over tp).
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "defaults": {"model": "a", "mode": "cpu", "tp": 2},
+      "axes": {"tp": [1, 2], "density": [0.25, 0.5], "encoding": ["overwrite"]},
+      "cells": [{}, {"id": "c", "tp": 4}]})"),
+                              "m.json");
+  EXPECT_EQ(ids_of(m), (std::vector<std::string>{"a/cpu/native/tp1/0.25", "a/cpu/native/tp2/0.25",
+                                                 "a/cpu/native/tp1/0.5", "a/cpu/native/tp2/0.5", "c/0.25", "c/0.5"}));
+  const std::vector<int> tps{1, 2, 1, 2, 4, 4};
+  const std::vector<double> densities{0.25, 0.25, 0.5, 0.5, 0.25, 0.5};
+  for (size_t i = 0; i < m.cells.size(); ++i) {
+    EXPECT_EQ(m.cells[i].tp, tps[i]) << i;
+    EXPECT_EQ(m.cells[i].density, densities[i]) << i;
+    EXPECT_EQ(m.cells[i].encoding, "overwrite") << i;  // one value: no suffix
+  }
+}
+
+TEST(MatrixAxes, ExcludeDropsCombinationsBeforeTheyAreValidated) {
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x",
+      "axes": {"engine": ["embedded-cpu", "embedded-cuda"], "transport": ["inproc", "cuda-ipc"]},
+      "exclude": [{"engine": "embedded-cpu", "transport": "cuda-ipc"}],
+      "cells": [{"model": "a", "mode": "refit", "bucket_bytes": 4096}]})"),
+                              "m.json");
+  // Only model, mode, runtime and tp count as named by the default id: transport gets its suffix too.
+  EXPECT_EQ(ids_of(m), (std::vector<std::string>{"a/refit+inproc/native/tp1/embedded-cpu/inproc",
+                                                 "a/refit+inproc/native/tp1/embedded-cuda/inproc",
+                                                 "a/refit+cuda-ipc/native/tp1/embedded-cuda/cuda-ipc"}));
+  EXPECT_EQ(m.cells[2].sync.refit.bucket_bytes, 4096u);
+}
+
+TEST(MatrixAxes, IncludeComesFirstAndTakesTheAxesAndExcludes) {
+  MatrixFiles files;
+  files.write("base.json", R"({"name": "base", "defaults": {"model": "a", "mode": "cpu"},
+      "launchers": {"d": ["env", "{cell}"]}, "axes": {"n": [1, 2]},
+      "cells": [{}, {"mode": "disk", "runtime": "gvisor"}, {"mode": "disk", "runtime": "d"}]})");
+  // This matrix's defaults (model b, mode refit) apply to its own cell only; its runtime axis skips the included
+  // cells that set runtime themselves.
+  const auto top = files.write("top.json", R"({"name": "top", "include": "base.json",
+      "launchers": {"d": ["env", "{cell}"]}, "defaults": {"model": "b", "mode": "refit"},
+      "axes": {"runtime": ["native", "gvisor"], "seed": [7]}, "exclude": [{"mode": "disk", "n": 2}],
+      "cells": [{}]})");
+  const auto m = load_matrix(top);
+  EXPECT_EQ(m.name, "top");
+  EXPECT_EQ(ids_of(m), (std::vector<std::string>{"a/cpu/native/tp1/1", "a/cpu/gvisor/tp1/1", "a/cpu/native/tp1/2",
+                                                 "a/cpu/gvisor/tp1/2", "a/disk/gvisor/tp1/1", "a/disk/d/tp1/1",
+                                                 "b/refit+inproc/native/tp1", "b/refit+inproc/gvisor/tp1"}));
+  for (const auto& c : m.cells) EXPECT_EQ(c.seed, 7u) << c.id;
+  EXPECT_EQ(m.cells[2].n, 2);
+  EXPECT_EQ(m.cells[6].n, 1);
+  EXPECT_EQ(m.launcher_for(m.cells[5]).command, (std::vector<std::string>{"env", "{cell}"}));
+}
+
+TEST(MatrixAxes, AxisErrorsNameTheMatrixAxesAndField) {
+  const auto with_axes = [](const std::string& axes) {
+    return matrix_error(nlohmann::json::parse(R"({"name": "x", "axes": )" + axes +
+                                              R"(, "cells": [{"model": "a", "mode": "cpu"}]})"));
+  };
+  EXPECT_EQ(with_axes(R"({"tpp": [1]})"), "m.json: axes: unknown field 'tpp'");
+  EXPECT_EQ(with_axes(R"({"tp": []})"), "m.json: axes: field 'tp' must be a non-empty array of values");
+  EXPECT_EQ(with_axes(R"({"tp": 2})"), "m.json: axes: field 'tp' must be a non-empty array of values");
+  EXPECT_EQ(with_axes(R"({"tp": [1, "2"]})"), "m.json: axes: field 'tp' must be an integer, got \"2\"");
+  EXPECT_EQ(with_axes(R"({"tp": [0]})"), "m.json: axes: field 'tp' must be 1..64, got 0");
+  EXPECT_EQ(with_axes(R"({"engine": ["cuda"]})"), "m.json: axes: field 'engine': unknown engine 'cuda'");
+  EXPECT_EQ(with_axes(R"({"runtime": ["kata"]})"), "m.json: axes: field 'runtime': unknown runtime 'kata' (gvisor, native)");
+  EXPECT_EQ(with_axes(R"({"id": ["a", "b"]})"), "m.json: axes: field 'id' cannot be an axis");
+  EXPECT_EQ(with_axes(R"({"server_command": [["x"]]})"), "m.json: axes: field 'server_command' cannot be an axis");
+  EXPECT_EQ(with_axes(R"([1])"), "m.json: field 'axes' must be an object (field -> array of values)");
+  // Cross-field checks run on each expanded cell, named with its axis values.
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "axes": {"transport": ["cuda-ipc"]},
+      "cells": [{"model": "a", "mode": "refit"}]})")),
+            "m.json: cell 0 with transport=cuda-ipc: transport 'cuda-ipc' needs engine 'embedded-cuda' (device memory "
+            "to export), not 'embedded-cpu'");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "axes": {"runtime": ["native", "gvisor"]},
+      "cells": [{"id": "c", "model": "a", "mode": "cpu"}]})")),
+            "m.json: cell 0 (c) with runtime=gvisor: duplicate cell id 'c'");
+}
+
+TEST(MatrixAxes, ExcludeErrors) {
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "exclude": [{"runtime": "gvisor"}],
+      "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: exclude 0 ({\"runtime\":\"gvisor\"}) drops no cell");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "exclude": [{"runtim": "gvisor"}],
+      "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: exclude 0: unknown field 'runtim'");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "exclude": {"runtime": "gvisor"},
+      "cells": [{"model": "a", "mode": "cpu"}]})")),
+            "m.json: field 'exclude' must be an array of partial cells");
+}
+
+TEST(MatrixAxes, IncludeErrors) {
+  MatrixFiles files;
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "include": "nope.json"})")),
+            "m.json: include 'nope.json': no matrix at nope.json");
+  const auto in_dir = [&](const nlohmann::json& j) {
+    try {
+      parse_matrix(j, "m.json", files.dir());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(in_dir(nlohmann::json::parse(R"({"name": "x", "include": "nope.json"})")),
+            "m.json: include 'nope.json': no matrix at " + (files.dir() / "nope.json").string());
+  const auto a = files.write("a.json", R"({"name": "a", "include": "b.json", "cells": []})");
+  const auto b = files.write("b.json", R"({"name": "b", "include": "a.json", "cells": []})");
+  EXPECT_EQ(load_error(a), b.string() + ": include 'a.json': include cycle (a.json -> b.json -> a.json)");
+  const auto self = files.write("self.json", R"({"name": "s", "include": "self.json"})");
+  EXPECT_EQ(load_error(self), self.string() + ": include 'self.json': include cycle (self.json -> self.json)");
+  const auto base = files.write("base.json", R"({"name": "base", "launchers": {"d": ["env", "{cell}"]},
+      "cells": [{"model": "a", "mode": "cpu"}]})");
+  EXPECT_EQ(in_dir(nlohmann::json::parse(R"({"name": "x", "include": "base.json",
+      "launchers": {"d": {"command": ["env", "{cell}"], "gpu": true}}})")),
+            "m.json: launcher 'd' is defined differently in " + base.string());
+  EXPECT_EQ(in_dir(nlohmann::json::parse(R"({"name": "x", "include": "base.json",
+      "launchers": {"d": {"command": ["env", "{cell}"]}}})")),
+            "accepted");  // the same definition, written the long way
+  EXPECT_EQ(in_dir(nlohmann::json::parse(R"({"name": "x", "include": 3})")),
+            "m.json: field 'include' must be a string (a matrix path relative to this one)");
 }
 
 }  // namespace
