@@ -149,7 +149,7 @@ void BM_DeviceStoragesCommit(benchmark::State& state) {
   H2dRig& rig = H2dRig::get();
   wsb::DeviceStorageOptions options;
   options.chunk_bytes = static_cast<uint64_t>(state.range(0)) * kMiB;
-  options.streams_per_rank = static_cast<int>(state.range(1));
+  options.copy_streams = static_cast<int>(state.range(1));
   options.device_count = 1;
   wsb::RankLayout layout;
   wsb::RuntimeStorageSpec spec;

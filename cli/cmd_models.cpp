@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -9,12 +8,6 @@
 
 namespace wsb {
 namespace fs = std::filesystem;
-
-fs::path default_profiles_dir() {
-  if (const char* env = std::getenv("WSBENCH_PROFILES")) return env;
-  if (fs::is_directory("models/profiles")) return fs::absolute("models/profiles");
-  return WSBENCH_DEFAULT_PROFILES_DIR;
-}
 
 int cmd_models(const fs::path& profiles_dir, int tp) {
   const auto profiles = list_profiles(profiles_dir);  // errors before any output

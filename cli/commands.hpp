@@ -10,9 +10,6 @@
 
 namespace wsb {
 
-/// Profiles folder: $WSBENCH_PROFILES, else ./models/profiles when present, else the source tree's.
-std::filesystem::path default_profiles_dir();
-
 /// `wsbench models`: every profile with canonical bytes and per-rank runtime bytes at `tp`.
 int cmd_models(const std::filesystem::path& profiles_dir, int tp);
 

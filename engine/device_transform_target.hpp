@@ -1,7 +1,7 @@
 #pragma once
 // The commit target of the CUDA backend when some storage has a device transform: every call goes to the device
 // storages, and NVFP4 block-scale storages are swizzled on the device from their gathered shards, straight into
-// the live storage (models/transform/nvfp4.hpp "Device path", DESIGN.md "bounded device staging"). The native load
+// the live storage (models/transform/nvfp4.hpp "Device path", docs/design.md "bounded device staging"). The native load
 // keeps the host transform, so the native-load equality check compares the two paths byte for byte.
 #include <cstdint>
 #include <map>

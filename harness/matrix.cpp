@@ -159,8 +159,9 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
   validate_combination(cell, where);
 }
 
-// Fields a default id already names: an axis over one of them needs no id suffix.
-const std::set<std::string> kIdFields{"model", "mode", "runtime", "tp"};
+// Fields a default id already names (the mode label carries the commit strategy and the transport): an axis over
+// one of them needs no id suffix.
+const std::set<std::string> kIdFields{"model", "mode", "commit_strategy", "transport", "runtime", "tp"};
 // Fields that cannot be axes: ids derive from the axes, and a command line is not one value.
 const std::set<std::string> kNotAxes{"id", "server_command"};
 const std::set<std::string> kTopLevelFields{"name", "description", "defaults", "cells", "launchers",

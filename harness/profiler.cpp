@@ -69,7 +69,7 @@ EngineLaunch launch_of(const MatrixCell& cell, const ModelProfile& profile, cons
   if (cell.uses_cuda()) {
     launch.options.backend = "cuda";
     launch.options.device.chunk_bytes = cell.chunk_bytes;
-    launch.options.device.streams_per_rank = cell.copy_streams;
+    launch.options.device.copy_streams = cell.copy_streams;
     launch.options.cupti = cell.cupti;
   }
   if (cell.uses_http()) {

@@ -1,8 +1,8 @@
 #pragma once
 // `wsbench soak`: many update cycles on one pair of live engines (one disk mode, one cpu mode, same store), the
 // modes alternating cycle by cycle and each mode's updates alternating real and identity deltas, with the memory
-// sampler on during every prepare + commit. Every update is checked exactly (failure kinds 1 and 7 of
-// ../shared/reference/failure-kinds.md): an identity update leaves bytes and fingerprint bit-identical, a real one
+// sampler on during every prepare + commit. Every update is checked exactly (served weights must never
+// be wrong or mixed): an identity update leaves bytes and fingerprint bit-identical, a real one
 // changes both, the two modes agree after each pair of cycles, and at the end both equal a native load. After a
 // warm-up, resident memory, the soak's page cache and open file descriptors must stay flat, compared one period of the
 // pattern (4 cycles) apart.

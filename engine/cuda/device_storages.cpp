@@ -316,11 +316,11 @@ std::unique_ptr<DeviceStorages> make_device_storages(const std::vector<RankLayou
     throw Error(ErrorKind::Resource, "device storages: this wsbench was built without CUDA (no nvcc at configure "
                                      "time); the cuda backend needs a CUDA build and a device");
   }
-  if (options.chunk_bytes == 0 || options.streams_per_rank < 1 || options.device_count < 0) {
+  if (options.chunk_bytes == 0 || options.copy_streams < 1 || options.device_count < 0) {
     throw Error(ErrorKind::Mismatch,
-                fmt::format("device storage options: chunk_bytes {} must be > 0, streams_per_rank {} >= 1, "
+                fmt::format("device storage options: chunk_bytes {} must be > 0, copy_streams {} >= 1, "
                             "device_count {} >= 0",
-                            options.chunk_bytes, options.streams_per_rank, options.device_count));
+                            options.chunk_bytes, options.copy_streams, options.device_count));
   }
   const int visible = cuda_ops::visible_devices();
   if (visible == 0) throw Error(ErrorKind::Resource, "no CUDA device: the cuda backend needs one");
@@ -356,7 +356,7 @@ std::unique_ptr<DeviceStorages> make_device_storages(const std::vector<RankLayou
 
   auto storages = std::make_unique<CudaDeviceStorages>(options.chunk_bytes, options.delta_staging_bytes);
   for (size_t r = 0; r < layouts.size(); ++r) {
-    storages->add_rank(layouts[r], static_cast<int>(r) % count, options.streams_per_rank);
+    storages->add_rank(layouts[r], static_cast<int>(r) % count, options.copy_streams);
   }
   return storages;
 }

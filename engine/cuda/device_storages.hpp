@@ -14,7 +14,7 @@ namespace wsb {
 
 struct DeviceStorageOptions {
   uint64_t chunk_bytes = 64ull << 20;  ///< H2D copy chunk (bytes)
-  int streams_per_rank = 2;            ///< copy streams per TP rank
+  int copy_streams = 2;            ///< copy streams per TP rank
   int device_count = 0;                ///< devices to use; 0 = all visible
   /// Delta staging area per device for the device-delta commit, bytes, allocated at the first staging (outside
   /// any pause); 0 = kDefaultDeltaStagingShare of the device's memory.

@@ -100,6 +100,10 @@ ModelProfile load_profile(const std::filesystem::path& json_path);
 ModelProfile parse_profile(const nlohmann::json& j, const std::string& origin);
 /// Finds `<dir>/<id>.json`. Throws Error(Missing) listing the known ids.
 ModelProfile find_profile(const std::string& id, const std::filesystem::path& profiles_dir);
+
+/// The profiles folder when none is given: $WSBENCH_PROFILES, else ./models/profiles when present, else the source
+/// tree's models/profiles.
+std::filesystem::path default_profiles_dir();
 /// Every profile in `dir`, sorted by id.
 std::vector<ModelProfile> list_profiles(const std::filesystem::path& profiles_dir);
 /// Profile from a Hugging Face checkpoint directory (config.json; model_type "llama"). Throws Error(Format).

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/errors.hpp"
 #include "models/profile/profile.hpp"
@@ -47,6 +48,12 @@ std::vector<ModelProfile> list_profiles(const std::filesystem::path& profiles_di
   std::vector<ModelProfile> out;
   for (const std::string& id : known_ids(profiles_dir)) out.push_back(load_named(profiles_dir / (id + ".json")));
   return out;  // known_ids is sorted and ids equal stems, so this is sorted by id
+}
+
+std::filesystem::path default_profiles_dir() {
+  if (const char* env = std::getenv("WSBENCH_PROFILES")) return env;
+  if (std::filesystem::is_directory("models/profiles")) return std::filesystem::absolute("models/profiles");
+  return WSBENCH_DEFAULT_PROFILES_DIR;
 }
 
 }  // namespace wsb

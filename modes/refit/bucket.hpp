@@ -1,5 +1,5 @@
 #pragma once
-// Wire vocabulary of the refit mode (docs DESIGN.md "refit"): one transport bucket is a fixed-capacity byte buffer
+// Wire vocabulary of the refit mode (docs/design.md "refit"): one transport bucket is a fixed-capacity byte buffer
 // (bucket_size_bytes, agreed by sender and receiver at setup) holding whole weights back to back, each described by
 // an entry (name, dtype, shape, byte offset, byte count). Buckets may mix dtypes.
 #include <cstdint>

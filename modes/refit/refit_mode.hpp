@@ -1,5 +1,5 @@
 #pragma once
-// refit mode (DESIGN.md "refit"): non-colocated streamed refit. Prepare advances the trainer simulator to the
+// refit mode (docs/design.md "refit"): non-colocated streamed refit. Prepare advances the trainer simulator to the
 // target version, then S = TP sender ranks stream their shards in transport buckets of one agreed size to one
 // receiver per engine TP rank; the receivers align their rank-local streams by weight name (StreamAligner,
 // RankReceiverGroup) and apply every aligned batch through the ordinary loader and quantization transform into

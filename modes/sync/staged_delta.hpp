@@ -4,7 +4,7 @@
 // sparse storages are uploaded, before the pause, into a bounded staging area where the storages live; the pause
 // applies them in place (a scatter kernel on CUDA) and copies the remaining storages in full from the rank image.
 //
-// Encoding (chosen by measurement against a changed-chunk bitmap, reports/validation/…-device-delta): per storage,
+// Encoding (chosen by measurement against a changed-chunk bitmap, docs/validation/2026-12-01-device-delta-commit): per storage,
 // the ascending indices of its changed 32-bit words (u32) and their new values (u32), 8 bytes per changed word.
 // At the default densities (1% of BF16 values, 0.3-0.6% of FP8/FP4 codes, every value an independent draw) about
 // 2% of words change; a bitmap of 64-byte chunks would stage ~25% of the bytes instead. A storage whose words

@@ -25,7 +25,7 @@ class StorageTarget {
   /// The physical floor a copy into these storages is judged against (host memcpy, or pinned H2D).
   virtual Floor copy_floor() const = 0;
   /// True when this target runs `spec`'s post-load transform itself, on the device, from the gathered bytes
-  /// (DESIGN.md: a method's device transform through bounded device staging). Default: none, the caller
+  /// (docs/design.md: a method's device transform through bounded device staging). Default: none, the caller
   /// transforms on the host and write()s the result.
   virtual bool transforms_on_device(const RuntimeStorageSpec& /*spec*/) const { return false; }
   /// Writes storage `index` of `rank` from its gathered, untransformed bytes (spec.gathered_bytes()), running

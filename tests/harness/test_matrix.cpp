@@ -430,10 +430,10 @@ TEST(MatrixAxes, ExcludeDropsCombinationsBeforeTheyAreValidated) {
       "exclude": [{"engine": "embedded-cpu", "transport": "cuda-ipc"}],
       "cells": [{"model": "a", "mode": "refit", "bucket_bytes": 4096}]})"),
                               "m.json");
-  // Only model, mode, runtime and tp count as named by the default id: transport gets its suffix too.
-  EXPECT_EQ(ids_of(m), (std::vector<std::string>{"a/refit+inproc/native/tp1/embedded-cpu/inproc",
-                                                 "a/refit+inproc/native/tp1/embedded-cuda/inproc",
-                                                 "a/refit+cuda-ipc/native/tp1/embedded-cuda/cuda-ipc"}));
+  // The mode label names the transport: only the engine gets a suffix.
+  EXPECT_EQ(ids_of(m), (std::vector<std::string>{"a/refit+inproc/native/tp1/embedded-cpu",
+                                                 "a/refit+inproc/native/tp1/embedded-cuda",
+                                                 "a/refit+cuda-ipc/native/tp1/embedded-cuda"}));
   EXPECT_EQ(m.cells[2].sync.refit.bucket_bytes, 4096u);
 }
 

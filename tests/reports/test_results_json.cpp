@@ -181,3 +181,28 @@ TEST_F(ReportsResultsFile, LoadErrorsStartWithThePath) {
 
 }  // namespace
 }  // namespace wsb
+
+namespace wsb {
+namespace {
+
+// Results files written by earlier builds (the committed validation reports) still read, with their sync fields in
+// the typed record and the same bytes after a round trip.
+TEST(ReportsResultsJson, FilesWrittenByEarlierBuildsStillRead) {
+  const std::filesystem::path docs = std::filesystem::path(WSBENCH_FIXTURES_DIR) / ".." / ".." / "docs" / "validation";
+  const Results refit = load_results(docs / "2026-12-01-refit-cuda-ipc" / "results.json");
+  ASSERT_EQ(refit.cells.size(), 3u);
+  EXPECT_EQ(refit.cells[0].mode_label(), "refit+cuda-ipc");
+  EXPECT_EQ(refit.cells[0].sync.refit.bucket_bytes, 1ull << 30);
+  EXPECT_EQ(refit.cells[2].sync, (SyncOptions{SyncModeKind::Refit, {}, {RefitTransport::Inproc, 1ull << 30, 0}}));
+  const Results delta = load_results(docs / "2026-12-01-device-delta-commit" / "results.json");
+  EXPECT_EQ(delta.cells[1].id, "llama-3.1-8b-bf16/cpu+device-delta/native/tp1");
+  EXPECT_EQ(delta.cells[1].sync.cpu.commit_strategy, CommitStrategy::DeviceDelta);
+  EXPECT_EQ(delta.cells[2].sync.mode, SyncModeKind::Disk);
+  // Every field survives: the file's JSON equals what the typed record writes back.
+  std::ifstream in(docs / "2026-12-01-refit-cuda-ipc" / "results.json");
+  const json original = json::parse(in);
+  EXPECT_EQ(json(refit), original);
+}
+
+}  // namespace
+}  // namespace wsb

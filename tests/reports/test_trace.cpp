@@ -84,7 +84,7 @@ TEST(ReportsTrace, UnknownCellOrTrialIsNamed) {
   const Results r = testing::two_cell_results();
   const Cell* cell = nullptr;
   EXPECT_EQ(find_trial(r, "f.json", "llama-tiny-bf16/cpu/gvisor/tp2", 1, &cell).index, 1);
-  EXPECT_EQ(cell->mode, "cpu");
+  EXPECT_EQ(cell->mode_label(), "cpu");
   try {
     find_trial(r, "f.json", "llama-tiny-bf16/cpu/gvisor/tp2", 7, &cell);
     FAIL();

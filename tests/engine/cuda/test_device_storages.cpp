@@ -61,10 +61,10 @@ TEST(DeviceStoragesOptions, BadOptionsRefusedBeforeTouchingADevice) {
   DeviceStorageOptions o;
   o.chunk_bytes = 0;
   test::expect_error([&] { make_device_storages(layouts, o); }, ErrorKind::Mismatch,
-                     {"chunk_bytes 0 must be > 0, streams_per_rank 2 >= 1, device_count 0 >= 0"});
+                     {"chunk_bytes 0 must be > 0, copy_streams 2 >= 1, device_count 0 >= 0"});
   o = {};
-  o.streams_per_rank = 0;
-  test::expect_error([&] { make_device_storages(layouts, o); }, ErrorKind::Mismatch, {"streams_per_rank 0 >= 1"});
+  o.copy_streams = 0;
+  test::expect_error([&] { make_device_storages(layouts, o); }, ErrorKind::Mismatch, {"copy_streams 0 >= 1"});
   o = {};
   o.device_count = -1;
   test::expect_error([&] { make_device_storages(layouts, o); }, ErrorKind::Mismatch, {"device_count -1 >= 0"});
@@ -101,7 +101,7 @@ TEST_F(DeviceStoragesGpu, RoundTripExactBytesAcrossChunksAndStreams) {
   const std::vector<RankLayout> layouts = {u8_layout(0, 2, sizes, "r0."), u8_layout(1, 2, sizes, "r1.")};
   DeviceStorageOptions o;
   o.chunk_bytes = 1000;
-  o.streams_per_rank = 3;
+  o.copy_streams = 3;
   auto s = make_device_storages(layouts, o);
   ASSERT_EQ(s->tp(), 2);
   std::vector<std::vector<std::vector<uint8_t>>> want(2);
