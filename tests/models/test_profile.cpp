@@ -13,6 +13,7 @@
 #include "models/checkpoint/checkpoint.hpp"
 #include "core/errors.hpp"
 #include "models/profile/profile.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
@@ -41,16 +42,7 @@ nlohmann::json tiny_json() {
   return nlohmann::json::parse(in);
 }
 
-/// Runs `fn`, expects Error of `kind` whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(Profile, Llama31_8bHasTheRealDimsAndBytes) {
   ModelProfile p = find_profile("llama-3.1-8b-bf16", kProfiles);

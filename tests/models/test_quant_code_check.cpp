@@ -13,7 +13,7 @@ namespace wsb {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
-using testutil::expect_error;
+using test::expect_error;
 
 void put16(Bytes& b, size_t i, uint16_t v) {
   b[2 * i] = static_cast<uint8_t>(v);
