@@ -9,6 +9,7 @@
 
 #include "engine/kernels/moe_device_forward_base.hpp"
 #include "engine/quant/device_linear.hpp"
+#include "models/forward/family_weights.hpp"
 #include "models/layout/llama_layout.hpp"
 #include "models/profile/profile.hpp"
 
@@ -23,14 +24,12 @@ struct DeviceGqaRank {
   const uint8_t* sinks = nullptr;    ///< [q_heads] unquantized dtype (gpt_oss); nullptr when absent
 };
 
-/// Shape of one model's attention (moe_blocks.hpp GqaParams).
-struct DeviceGqaParams {
-  int heads = 0;       ///< global q heads
-  int kv_heads = 0;    ///< global kv heads
-  int head_dim = 0;
-  int rotary_dim = 0;  ///< leading elements of each head RoPE rotates (rotate_half over rotary_dim)
-  int64_t window = 0;  ///< 0 = full causal attention, else keys at positions > pos - window
-  float scale = 1.0f;  ///< softmax scale (head_dim^-0.5)
+/// `w` bound to device addresses (rank_storages()) with its linears converted by to_device_linear. Throws what
+/// to_device_linear throws.
+DeviceGqaRank to_device(const GqaRank& w);
+
+/// Shape of one model's attention (family_weights.hpp) and the dtype of its biases and sinks.
+struct DeviceGqaParams : GqaShape {
   WeightType type = WeightType::BF16;  ///< dtype of biases and sinks
 };
 
@@ -81,6 +80,10 @@ struct DeviceSigmoidFamilyMlp {
   DeviceMlp dense;
   DeviceSigmoidMoe experts;
 };
+
+/// `w` bound to device addresses (rank_storages()): the dense linears of a dense layer, the router, experts and
+/// (when present) shared expert of a MoE layer converted by to_device_linear. Throws what to_device_linear throws.
+DeviceSigmoidFamilyMlp to_device(const SigmoidFamilyMlp& w);
 
 /// s.h = RMSNorm(x) with post_norm, then out = the layer's MLP of s.h (moe_blocks.hpp sigmoid_family_mlp_partial).
 void sigmoid_family_mlp(const ModelDims& dims, WeightType type, float eps, const DeviceSigmoidFamilyMlp& w,

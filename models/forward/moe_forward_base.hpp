@@ -1,17 +1,20 @@
 #pragma once
 // Skeleton shared by the reference forward passes of the MoE families (glm4_moe, deepseek_v3, gpt_oss): input
-// checks, storage lookup, per-sequence state, vocab-parallel embedding and lm_head, RMSNorm over a rank's copy of a
-// norm weight, and the rank-ordered reduction. TP ranks are emulated in one thread exactly like the llama family
-// (llama_forward.hpp): each rank computes its partial sums from its own storages, partials are reduced in rank
-// order (sum = ((p0 + p1) + p2) + ...), every sum runs in a fixed order, so logits are bitwise reproducible and
-// each sequence is computed alone (batch invariance).
+// checks and storage binding (rank_storages.hpp), per-sequence state, vocab-parallel embedding and lm_head, RMSNorm
+// over a rank's copy of a norm weight, and the rank-ordered reduction. TP ranks are emulated in one thread exactly
+// like the llama family (llama_forward.hpp): each rank computes its partial sums from its own storages, partials are
+// reduced in rank order (sum = ((p0 + p1) + p2) + ...), every sum runs in a fixed order, so logits are bitwise
+// reproducible and each sequence is computed alone (batch invariance).
 #include <algorithm>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "models/forward/family_weights.hpp"
 #include "models/forward/forward.hpp"
 #include "models/forward/quant_linear.hpp"
+#include "models/forward/rank_storages.hpp"
 #include "models/forward/weight_kernels.hpp"
 
 namespace wsb {
@@ -42,17 +45,17 @@ class MoeForwardBase : public ForwardModel {
   int vocab() const override { return dims_.vocab; }
 
  protected:
-  /// Checks `layouts` and `storages` against build_rank_layouts(profile, layouts.size()): rank numbering, storage
-  /// names, dtypes, shapes and transforms, and every view's byte size. Throws Error(Mismatch) naming the profile,
-  /// rank and storage; whatever build_rank_layouts throws for an unsupported tp.
+  /// Checks and binds `layouts` and `storages` (bind_host_storages: Error(Mismatch) naming the profile, rank and
+  /// storage; whatever build_rank_layouts throws for an unsupported tp), then every rank's vocab ends
+  /// (bind_vocab_ends). Throws Error(Format) first for an unsupported profile.dtype (weight_kernels).
   MoeForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                  const std::vector<RankStorageView>& storages);
 
   /// One decoder layer: attention and MLP, each adding its reduced output to s.x.
   virtual void layer(MoeSequence& s, int layer) const = 0;
 
-  /// Storage `name` (runtime name, no tensor prefix) of `rank`. Throws Error(Missing) naming it.
-  StorageRef ref(int rank, const std::string& name) const;
+  /// Every rank's runtime storages (host bytes), for the family's weight binding (family_weights.hpp).
+  const RankStorages& rank_storages() const { return storages_; }
   /// out[0..n) = RMSNorm(x) with the n-wide norm weight `w` (widened to float32 into s.norm_w), eps dims.rms_eps.
   void rms(MoeSequence& s, const float* x, const StorageRef& w, int64_t n, float* out) const;
   /// s.sum (+)= s.partial: rank 0 assigns, later ranks add.
@@ -78,21 +81,21 @@ class MoeForwardBase : public ForwardModel {
   void set_inv_freq(std::vector<float> inv_freq) { inv_freq_ = std::move(inv_freq); }
   /// Grows the a/b/c/d/scratch buffers of new sequences to at least n floats.
   void need_buffer(int64_t n) { buffer_floats_ = std::max(buffer_floats_, n); }
+  /// need_buffer(max(rows, cols)) for each of `linears` (an unbound one has 0 rows and cols).
+  void need_linears(std::initializer_list<const QuantLinear*> linears) {
+    for (const QuantLinear* l : linears) need_buffer(std::max(l->rows, l->cols));
+  }
   /// Grows s.norm_w to at least n floats.
   void need_norm(int64_t n) { norm_floats_ = std::max(norm_floats_, n); }
 
   std::string id_;
   ModelDims dims_;
   int tp_;
-  std::vector<RankLayout> layouts_;
-  std::vector<RankStorageView> views_;
   const WeightKernels* kern_;  ///< kernels of the unquantized weight dtype (profile.dtype)
 
  private:
-  struct Ends {
-    StorageRef embed, norm, lm_head;
-  };
-  std::vector<Ends> ends_;
+  RankStorages storages_;
+  std::vector<VocabEnds> ends_;
   std::vector<float> inv_freq_;
   int64_t vocab_rows_ = 0;
   int64_t buffer_floats_ = 0;
