@@ -106,14 +106,12 @@ void DeepseekV3DeviceForward::attention(const Layer& w, const MoeRankBuffers& s,
 
 void DeepseekV3DeviceForward::enqueue_layer(TpSlot& tp, MoeSlot& slot, int l) const {
   auto at = [&](int r) -> const Layer& { return ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)]; };
-  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
-    const MoeRankBuffers& s = slot.ranks[static_cast<size_t>(r)];
-    rms_norm(x, at(r).input_norm, type_, dims_.hidden, eps_, s.h, st);
-    attention(at(r), s, l, tp.position(r), inv_freq(r), out, st);
-  });
-  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
-    sigmoid_family_mlp(dims_, type_, eps_, at(r).mlp, x, slot.ranks[static_cast<size_t>(r)], out, st);
-  });
+  enqueue_sigmoid_family_layer(
+      dims_, type_, eps_, tp, slot.ranks, [&](int r) { return at(r).input_norm; },
+      [&](int r, const MoeRankBuffers& s, float* out, cudaStream_t st) {
+        attention(at(r), s, l, tp.position(r), inv_freq(r), out, st);
+      },
+      [&](int r) -> const DeviceSigmoidFamilyMlp& { return at(r).mlp; });
 }
 
 }  // namespace

@@ -124,6 +124,31 @@ void enable_peer_access(const TpTopology& topo) {
 
 }  // namespace
 
+DecodeAttention gqa_decode_attention(const GqaShape& shape, const LlamaRankHeads& heads, const float* q,
+                                     const float* k_cache, const float* v_cache, const int32_t* position,
+                                     float* scores, int64_t scores_stride, float* out) {
+  const int64_t kv_rows = int64_t{heads.kv_heads} * shape.head_dim;
+  DecodeAttention a;
+  a.q = q;
+  a.k_cache = k_cache;
+  a.v_cache = v_cache;
+  a.k_stride = kv_rows;
+  a.v_stride = kv_rows;
+  a.q_heads = heads.q_heads;
+  a.qk_dim = shape.head_dim;
+  a.v_dim = shape.head_dim;
+  a.q_head_start = heads.q_head_start;
+  a.group = shape.heads / shape.kv_heads;
+  a.kv_head_start = heads.kv_head_start;
+  a.window = shape.window;
+  a.scale = shape.scale;
+  a.position = position;
+  a.scores = scores;
+  a.scores_stride = scores_stride;
+  a.out = out;
+  return a;
+}
+
 DeviceForwardBase::DeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                      const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options)
     : dims_(p.dims),
@@ -161,6 +186,30 @@ void DeviceForwardBase::upload_inv_freq(const std::vector<float>& inv_freq) {
   }
   for (int r = 0; r < topo_.ranks(); ++r)
     inv_freq_.push_back(inv_freq_arena_[static_cast<size_t>(topo_.rank_lane[static_cast<size_t>(r)])].floats(0));
+}
+
+DeviceForwardBase::KvCachePlan DeviceForwardBase::add_kv_caches(ArenaPlan& plan, int64_t k_width,
+                                                                int64_t v_width) const {
+  const int64_t positions = options_.max_positions;
+  KvCachePlan caches;
+  for (int l = 0; l < dims_.layers; ++l) {
+    caches.k.push_back(plan.add_floats(positions * k_width));
+    caches.v.push_back(plan.add_floats(positions * v_width));
+  }
+  return caches;
+}
+
+DeviceArena DeviceForwardBase::allocate_slot_arena(int slot, int rank, const ArenaPlan& plan,
+                                                   const KvCachePlan& caches, std::vector<float*>& k,
+                                                   std::vector<float*>& v) const {
+  DeviceArena arena(topo_.rank_device[static_cast<size_t>(rank)], plan.bytes(),
+                    fmt::format("profile '{}': device forward: slot {} rank {} KV caches ({} positions) and scratch",
+                                id_, slot, rank, options_.max_positions));
+  for (size_t l = 0; l < caches.k.size(); ++l) {
+    k.push_back(arena.floats(caches.k[l]));
+    v.push_back(arena.floats(caches.v[l]));
+  }
+  return arena;
 }
 
 DeviceForwardBase::~DeviceForwardBase() {

@@ -15,6 +15,7 @@
 #include "engine/kernels/device_forward.hpp"
 #include "engine/kernels/device_kernels.hpp"
 #include "engine/kernels/tp_slot.hpp"
+#include "models/forward/family_weights.hpp"
 #include "models/forward/rank_storages.hpp"
 
 namespace wsb::dk {
@@ -24,6 +25,14 @@ struct SlotPool {
   std::mutex mutex;
   std::vector<char> used;
 };
+
+/// The decode attention of one rank's GQA heads (llama, glm4_moe, gpt_oss): q heads at `q` ([q_heads, head_dim]),
+/// keys and values cached position-major at `k_cache` / `v_cache` (kv_heads * head_dim floats per position), global
+/// q head g reading kv head g / (heads / kv_heads), window and scale of `shape`, no sinks; scores scratch
+/// [q_heads, scores_stride], output [q_heads, head_dim] at `out`. `position`: the device scalar of the position.
+DecodeAttention gqa_decode_attention(const GqaShape& shape, const LlamaRankHeads& heads, const float* q,
+                                     const float* k_cache, const float* v_cache, const int32_t* position,
+                                     float* scores, int64_t scores_stride, float* out);
 
 class DeviceForwardBase : public ForwardModel {
  public:
@@ -74,6 +83,18 @@ class DeviceForwardBase : public ForwardModel {
   void upload_inv_freq(const std::vector<float>& inv_freq);
   /// Rank `rank`'s copy of the uploaded inverse frequencies, on its device.
   const float* inv_freq(int rank) const { return inv_freq_[static_cast<size_t>(rank)]; }
+
+  /// Offsets in a rank's slot arena of its KV caches: one piece of max_positions * k_width floats (keys) and one of
+  /// max_positions * v_width floats (values) per layer.
+  struct KvCachePlan {
+    std::vector<uint64_t> k, v;
+  };
+  /// Reserves every layer's KV caches in `plan` (after the family's scratch pieces).
+  KvCachePlan add_kv_caches(ArenaPlan& plan, int64_t k_width, int64_t v_width) const;
+  /// Allocates rank `rank`'s arena for slot `slot` on the rank's device and appends each layer's cache addresses to
+  /// `k` and `v`. Throws Error(Resource) naming the slot, the rank and max_positions when device memory is short.
+  DeviceArena allocate_slot_arena(int slot, int rank, const ArenaPlan& plan, const KvCachePlan& caches,
+                                  std::vector<float*>& k, std::vector<float*>& v) const;
 
   ModelDims dims_;
   WeightType type_;  ///< the unquantized weights' dtype (profile.dtype)

@@ -49,14 +49,12 @@ Glm4MoeDeviceForward::Glm4MoeDeviceForward(const ModelProfile& p, const std::vec
 
 void Glm4MoeDeviceForward::enqueue_layer(TpSlot& tp, MoeSlot& slot, int l) const {
   auto at = [&](int r) -> const Layer& { return ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)]; };
-  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
-    const MoeRankBuffers& s = slot.ranks[static_cast<size_t>(r)];
-    rms_norm(x, at(r).input_norm, type_, dims_.hidden, eps_, s.h, st);
-    gqa_attention(attn_, at(r).attn, s, l, tp.position(r), inv_freq(r), options().max_positions, out, st);
-  });
-  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
-    sigmoid_family_mlp(dims_, type_, eps_, at(r).mlp, x, slot.ranks[static_cast<size_t>(r)], out, st);
-  });
+  enqueue_sigmoid_family_layer(
+      dims_, type_, eps_, tp, slot.ranks, [&](int r) { return at(r).input_norm; },
+      [&](int r, const MoeRankBuffers& s, float* out, cudaStream_t st) {
+        gqa_attention(attn_, at(r).attn, s, l, tp.position(r), inv_freq(r), options().max_positions, out, st);
+      },
+      [&](int r) -> const DeviceSigmoidFamilyMlp& { return at(r).mlp; });
 }
 
 }  // namespace

@@ -1,11 +1,8 @@
 #ifdef WSBENCH_HAVE_CUDA
 #include "engine/kernels/llama_device_forward.hpp"
 
-#include <fmt/format.h>
-
 #include "engine/kernels/device_forward_base.hpp"
 #include "engine/kernels/device_kernels.hpp"
-#include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
 #include "models/forward/family_weights.hpp"
 #include "models/layout/llama_layout.hpp"
@@ -44,7 +41,7 @@ class LlamaDeviceForward final : public DeviceForwardBase {
                  cudaStream_t st) const;
   void mlp(int r, int layer, const RankScratch& s, const float* x, float* out, cudaStream_t st) const;
 
-  float scale_;
+  GqaShape attn_;  ///< RoPE over the full head_dim, no window
   int64_t vocab_rows_, inter_rows_;
   std::vector<LlamaRankHeads> heads_;
   std::vector<LlamaRankWeights> weights_;  ///< device addresses, read at every step, never copied
@@ -54,7 +51,7 @@ LlamaDeviceForward::LlamaDeviceForward(const ModelProfile& p, const std::vector<
                                        const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options)
     : DeviceForwardBase(p, layouts, views, options),
       // transformers: scaling = head_dim ** -0.5 (llama_forward.cpp computes it the same way).
-      scale_(attention_scale(p.dims.head_dim)),
+      attn_{p.dims.heads, p.dims.kv_heads, p.dims.head_dim, p.dims.head_dim, 0, attention_scale(p.dims.head_dim)},
       vocab_rows_(p.dims.vocab / tp()),
       inter_rows_(p.dims.intermediate / tp()) {
   for (int r = 0; r < tp(); ++r) {
@@ -75,26 +72,15 @@ std::unique_ptr<DeviceForwardBase::SlotBuffers> LlamaDeviceForward::make_slot_bu
     const uint64_t h = plan.add_floats(dims_.hidden), qkv = plan.add_floats(q_rows + 2 * kv_rows),
                    attn = plan.add_floats(q_rows), gate_up = plan.add_floats(2 * inter_rows_),
                    act = plan.add_floats(inter_rows_), scores = plan.add_floats(int64_t{heads.q_heads} * positions);
-    std::vector<uint64_t> k, v;
-    for (int l = 0; l < dims_.layers; ++l) {
-      k.push_back(plan.add_floats(positions * kv_rows));
-      v.push_back(plan.add_floats(positions * kv_rows));
-    }
+    const KvCachePlan caches = add_kv_caches(plan, kv_rows, kv_rows);
     RankScratch s;
-    s.arena = DeviceArena(topology().rank_device[static_cast<size_t>(r)], plan.bytes(),
-                          fmt::format("profile '{}': device forward: slot {} rank {} KV caches ({} positions) and "
-                                      "scratch",
-                                      id(), slot, r, positions));
+    s.arena = allocate_slot_arena(slot, r, plan, caches, s.k, s.v);
     s.h = s.arena.floats(h);
     s.qkv = s.arena.floats(qkv);
     s.attn = s.arena.floats(attn);
     s.gate_up = s.arena.floats(gate_up);
     s.act = s.arena.floats(act);
     s.scores = s.arena.floats(scores);
-    for (int l = 0; l < dims_.layers; ++l) {
-      s.k.push_back(s.arena.floats(k[static_cast<size_t>(l)]));
-      s.v.push_back(s.arena.floats(v[static_cast<size_t>(l)]));
-    }
     out->ranks.push_back(std::move(s));
   }
   return out;
@@ -113,24 +99,9 @@ void LlamaDeviceForward::attention(int r, int layer, const TpSlot& tp, const Ran
   float* k_cache = s.k[static_cast<size_t>(layer)];
   float* v_cache = s.v[static_cast<size_t>(layer)];
   store_kv(s.qkv + q_rows, s.qkv + q_rows + kv_rows, kv_rows, tp.position(r), k_cache, v_cache, st);
-  DecodeAttention a;
-  a.q = s.qkv;
-  a.k_cache = k_cache;
-  a.v_cache = v_cache;
-  a.k_stride = kv_rows;
-  a.v_stride = kv_rows;
-  a.q_heads = heads.q_heads;
-  a.qk_dim = hd;
-  a.v_dim = hd;
-  a.q_head_start = heads.q_head_start;
-  a.group = dims_.heads / dims_.kv_heads;
-  a.kv_head_start = heads.kv_head_start;
-  a.scale = scale_;
-  a.position = tp.position(r);
-  a.scores = s.scores;
-  a.scores_stride = options().max_positions;
-  a.out = s.attn;
-  decode_attention(a, st);
+  decode_attention(gqa_decode_attention(attn_, heads, s.qkv, k_cache, v_cache, tp.position(r), s.scores,
+                                        options().max_positions, s.attn),
+                   st);
   matvec(w.o, type_, dims_.hidden, q_rows, s.attn, out, st);
 }
 

@@ -65,26 +65,9 @@ void gqa_attention(const DeviceGqaParams& p, const DeviceGqaRank& w, const MoeRa
   float* k_cache = s.k[static_cast<size_t>(layer)];
   float* v_cache = s.v[static_cast<size_t>(layer)];
   store_kv(qkv + q_rows, qkv + q_rows + kv_rows, kv_rows, position, k_cache, v_cache, stream);
-  DecodeAttention a;
-  a.q = qkv;
-  a.k_cache = k_cache;
-  a.v_cache = v_cache;
-  a.k_stride = kv_rows;
-  a.v_stride = kv_rows;
-  a.q_heads = h.q_heads;
-  a.qk_dim = hd;
-  a.v_dim = hd;
-  a.q_head_start = h.q_head_start;
-  a.group = p.heads / p.kv_heads;
-  a.kv_head_start = h.kv_head_start;
-  a.window = p.window;
+  DecodeAttention a = gqa_decode_attention(p, h, qkv, k_cache, v_cache, position, s.scores, max_positions, s.b);
   a.sinks = w.sinks;
   a.sinks_type = p.type;
-  a.scale = p.scale;
-  a.position = position;
-  a.scores = s.scores;
-  a.scores_stride = max_positions;
-  a.out = s.b;
   decode_attention(a, stream);
   launch_linear_matvec(w.o, nullptr, 1, s.b, 0, out, stream);
 }

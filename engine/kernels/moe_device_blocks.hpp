@@ -6,6 +6,7 @@
 // Routing happens on the device: the expert ids feed launch_linear_matvec directly (engine/quant/device_linear.hpp),
 // so nothing here reads device data on the host and everything records into the slot's CUDA graph.
 #include <cstdint>
+#include <vector>
 
 #include "engine/kernels/moe_device_forward_base.hpp"
 #include "engine/quant/device_linear.hpp"
@@ -88,5 +89,23 @@ DeviceSigmoidFamilyMlp to_device(const SigmoidFamilyMlp& w);
 /// s.h = RMSNorm(x) with post_norm, then out = the layer's MLP of s.h (moe_blocks.hpp sigmoid_family_mlp_partial).
 void sigmoid_family_mlp(const ModelDims& dims, WeightType type, float eps, const DeviceSigmoidFamilyMlp& w,
                         const float* x, const MoeRankBuffers& s, float* out, cudaStream_t stream);
+
+/// One glm4_moe / deepseek_v3 decoder layer on `tp` (the device twin of MoeForwardBase::sigmoid_family_layer): for
+/// every rank r, s.h = RMSNorm(x) with input_norm_of(r) and attention(r, s, out, stream) writes the rank's partial;
+/// then sigmoid_family_mlp with mlp_of(r). Each of the two TP operations adds its reduced output to tp.x().
+/// `ranks`: the slot's per-rank buffers; `type`, `eps`: the unquantized dtype and the RMSNorm epsilon.
+template <typename InputNormOf, typename Attention, typename MlpOf>
+void enqueue_sigmoid_family_layer(const ModelDims& dims, WeightType type, float eps, TpSlot& tp,
+                                  const std::vector<MoeRankBuffers>& ranks, InputNormOf input_norm_of,
+                                  Attention attention, MlpOf mlp_of) {
+  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
+    const MoeRankBuffers& s = ranks[static_cast<size_t>(r)];
+    rms_norm(x, input_norm_of(r), type, dims.hidden, eps, s.h, st);
+    attention(r, s, out, st);
+  });
+  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
+    sigmoid_family_mlp(dims, type, eps, mlp_of(r), x, ranks[static_cast<size_t>(r)], out, st);
+  });
+}
 
 }  // namespace wsb::dk

@@ -1,12 +1,9 @@
 #ifdef WSBENCH_HAVE_CUDA
 #include "engine/kernels/moe_device_forward_base.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "engine/kernels/moe_kernels.hpp"
-#include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
 #include "models/forward/family_weights.hpp"
 
@@ -38,16 +35,9 @@ std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_
                    act = plan.add_floats(sizes_.act), expert_out = plan.add_floats(top_k * hidden),
                    shared_out = plan.add_floats(hidden), bias_sum = plan.add_floats(hidden),
                    residual = plan.add_floats(hidden), scores = plan.add_floats(sizes_.q_heads * positions);
-    std::vector<uint64_t> k, v;
-    for (int l = 0; l < dims_.layers; ++l) {
-      k.push_back(plan.add_floats(positions * sizes_.k_width));
-      v.push_back(plan.add_floats(positions * sizes_.v_width));
-    }
+    const KvCachePlan caches = add_kv_caches(plan, sizes_.k_width, sizes_.v_width);
     MoeRankBuffers s;
-    s.arena = DeviceArena(topology().rank_device[static_cast<size_t>(r)], plan.bytes(),
-                          fmt::format("profile '{}': device forward: slot {} rank {} KV caches ({} positions) and "
-                                      "scratch",
-                                      id(), slot, r, positions));
+    s.arena = allocate_slot_arena(slot, r, plan, caches, s.k, s.v);
     s.h = s.arena.floats(h);
     s.a = s.arena.floats(a);
     s.b = s.arena.floats(b);
@@ -63,10 +53,6 @@ std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_
     s.bias_sum = s.arena.floats(bias_sum);
     s.residual = s.arena.floats(residual);
     s.scores = s.arena.floats(scores);
-    for (int l = 0; l < dims_.layers; ++l) {
-      s.k.push_back(s.arena.floats(k[static_cast<size_t>(l)]));
-      s.v.push_back(s.arena.floats(v[static_cast<size_t>(l)]));
-    }
     out->ranks.push_back(std::move(s));
   }
   return out;

@@ -85,14 +85,10 @@ void DeepseekV3Forward::attention(MoeSequence& s, const Layer& w, std::vector<fl
 
 void DeepseekV3Forward::layer(MoeSequence& s, int l) const {
   auto at = [&](int r) -> const Layer& { return ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)]; };
-  rank_partials(
+  sigmoid_family_layer(
       s, [&](int r) -> const StorageRef& { return at(r).input_norm; },
-      [&](int r) { attention(s, at(r), s.k[cache_index(r, l)], s.v[cache_index(r, l)]); });
-  add_residual(s);
-  rank_partials(
-      s, [&](int r) -> const StorageRef& { return at(r).mlp.post_norm; },
-      [&](int r) { sigmoid_family_mlp_partial(dims_, at(r).mlp, s); });
-  add_residual(s);
+      [&](int r) { attention(s, at(r), s.k[cache_index(r, l)], s.v[cache_index(r, l)]); },
+      [&](int r) -> const SigmoidFamilyMlp& { return at(r).mlp; });
 }
 
 }  // namespace

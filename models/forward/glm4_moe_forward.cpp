@@ -38,14 +38,10 @@ Glm4MoeForward::Glm4MoeForward(const ModelProfile& p, const std::vector<RankLayo
 
 void Glm4MoeForward::layer(MoeSequence& s, int l) const {
   auto at = [&](int r) -> const Layer& { return ranks_[static_cast<size_t>(r)][static_cast<size_t>(l)]; };
-  rank_partials(
+  sigmoid_family_layer(
       s, [&](int r) -> const StorageRef& { return at(r).input_norm; },
-      [&](int r) { gqa_attention_partial(attn_, at(r).attn, s.k[cache_index(r, l)], s.v[cache_index(r, l)], s); });
-  add_residual(s);
-  rank_partials(
-      s, [&](int r) -> const StorageRef& { return at(r).mlp.post_norm; },
-      [&](int r) { sigmoid_family_mlp_partial(dims_, at(r).mlp, s); });
-  add_residual(s);
+      [&](int r) { gqa_attention_partial(attn_, at(r).attn, s.k[cache_index(r, l)], s.v[cache_index(r, l)], s); },
+      [&](int r) -> const SigmoidFamilyMlp& { return at(r).mlp; });
 }
 
 }  // namespace

@@ -35,8 +35,4 @@ void sigmoid_moe_partial(const ModelDims& dims, const SigmoidMoeRank& w, MoeSequ
 /// Sorts the first n (expert, weight) pairs of s.experts / s.weights by ascending expert id (experts are distinct).
 void sort_selected_by_expert(MoeSequence& s, int n);
 
-/// s.partial = one rank's MLP of a sigmoid-router family layer (glm4_moe, deepseek_v3) for the normalized s.h:
-/// routed + shared experts on MoE layers (`w.moe`), the dense SwiGLU `w.gate_up` / `w.down` before them.
-void sigmoid_family_mlp_partial(const ModelDims& dims, const SigmoidFamilyMlp& w, MoeSequence& s);
-
 }  // namespace wsb

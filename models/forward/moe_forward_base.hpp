@@ -36,6 +36,11 @@ class MoeSequence final : public SequenceState {
   std::vector<float> scores, cos, sin;
 };
 
+/// s.partial = one rank's MLP of a sigmoid-router family layer (glm4_moe, deepseek_v3) for the normalized s.h:
+/// routed + shared experts on MoE layers (`w.moe`), the dense SwiGLU `w.gate_up` / `w.down` before them
+/// (moe_blocks.cpp).
+void sigmoid_family_mlp_partial(const ModelDims& dims, const SigmoidFamilyMlp& w, MoeSequence& s);
+
 class MoeForwardBase : public ForwardModel {
  public:
   std::unique_ptr<SequenceState> new_sequence() const override;
@@ -70,6 +75,18 @@ class MoeForwardBase : public ForwardModel {
       partial_of(r);
       reduce(s, r);
     }
+  }
+  /// One glm4_moe / deepseek_v3 decoder layer: the attention half (norm input_norm_of(r), attention(r) writes that
+  /// rank's s.partial) and the sigmoid-family MLP half (mlp_of(r): its post_attention_layernorm, then
+  /// sigmoid_family_mlp_partial), each reduced in rank order and added to s.x.
+  template <typename InputNormOf, typename Attention, typename MlpOf>
+  void sigmoid_family_layer(MoeSequence& s, InputNormOf input_norm_of, Attention attention, MlpOf mlp_of) const {
+    rank_partials(s, input_norm_of, attention);
+    add_residual(s);
+    rank_partials(
+        s, [&](int r) -> const StorageRef& { return mlp_of(r).post_norm; },
+        [&](int r) { sigmoid_family_mlp_partial(dims_, mlp_of(r), s); });
+    add_residual(s);
   }
   /// Index of the KV cache of (rank, layer) in MoeSequence::k / v.
   size_t cache_index(int rank, int layer) const {
