@@ -15,6 +15,7 @@
 
 #include "core/errors.hpp"
 #include "tests/support/error_checks.hpp"
+#include "tests/support/file_bytes.hpp"
 
 namespace wsb::testutil {
 
@@ -39,15 +40,8 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using test::read_bytes;
+using test::write_bytes;
 
 /// 8-byte little-endian length (safetensors spec).
 inline std::string le_u64(uint64_t value) {
