@@ -243,9 +243,7 @@ void DeviceForwardBase::step(SequenceState& state, int32_t token, std::vector<fl
   if (seq == nullptr || seq->owner() != this)
     throw Error(ErrorKind::Mismatch,
                 fmt::format("profile '{}': device forward: sequence state was created by another forward model", id_));
-  if (token < 0 || token >= vocab_)
-    throw Error(ErrorKind::Format,
-                fmt::format("profile '{}': token id {} is outside the vocabulary [0, {})", id_, token, vocab_));
+  check_token(id_, token, vocab_);
   if (seq->position() >= options_.max_positions)
     throw Error(ErrorKind::Resource,
                 fmt::format("profile '{}': device forward: sequence slot {} holds {} tokens = max_positions; no KV "

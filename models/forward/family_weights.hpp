@@ -107,6 +107,7 @@ struct SigmoidFamilyWidths {
   int64_t im = 0;      ///< routed experts' Im_r (moe_intermediate_slice of rank 0)
   int64_t shared = 0;  ///< shared_intermediate / tp; 0 without shared experts
 };
+/// The widths at `tp` (a tp the family's layout builder accepts; nothing is checked here).
 SigmoidFamilyWidths sigmoid_family_widths(const ModelDims& dims, int tp);
 
 /// One glm4_moe layer of one rank (fp8-channel linears; q/k/v bias when dims.attention_bias).
@@ -127,6 +128,7 @@ struct MlaShape {
   int64_t kv_rows = 0;       ///< heads * (nope + v)
   int64_t o_cols = 0;        ///< heads * v
 };
+/// The shape at `tp` (a tp that divides dims.heads, as build_deepseek_v3_layouts checks; nothing is checked here).
 MlaShape deepseek_v3_attention(const ModelDims& dims, int tp);
 
 /// One deepseek_v3 layer of one rank (BF16 attention, dense layers and shared expert; NVFP4 routed experts with

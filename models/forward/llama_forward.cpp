@@ -157,9 +157,7 @@ void LlamaForward::mlp(LlamaSequence& s, int layer) const {
 void LlamaForward::step(SequenceState& state, int32_t token, std::vector<float>& logits) const {
   auto* s = dynamic_cast<LlamaSequence*>(&state);
   if (s == nullptr || s->owner != this) mismatch(id_, "sequence state was created by another forward model");
-  if (token < 0 || token >= dims_.vocab)
-    throw Error(ErrorKind::Format,
-                fmt::format("profile '{}': token id {} is outside the vocabulary [0, {})", id_, token, dims_.vocab));
+  check_token(id_, token, dims_.vocab);
   rope_angles(inv_freq_, s->pos, s->cos.data(), s->sin.data());
   // Vocab-parallel embedding: only the rank owning the row contributes it (others contribute zeros).
   const int owner = static_cast<int>(token / vocab_rows_);

@@ -70,9 +70,7 @@ void MoeForwardBase::add_residual(MoeSequence& s) const {
 void MoeForwardBase::step(SequenceState& state, int32_t token, std::vector<float>& logits) const {
   auto* s = dynamic_cast<MoeSequence*>(&state);
   if (s == nullptr || s->owner != this) mismatch(id_, "sequence state was created by another forward model");
-  if (token < 0 || token >= dims_.vocab)
-    throw Error(ErrorKind::Format,
-                fmt::format("profile '{}': token id {} is outside the vocabulary [0, {})", id_, token, dims_.vocab));
+  check_token(id_, token, dims_.vocab);
   rope_angles(inv_freq_, s->pos, s->cos.data(), s->sin.data());
   if (s->scores.size() < static_cast<size_t>(s->pos + 1)) s->scores.resize(static_cast<size_t>(s->pos + 1) * 2);
   const int owner = static_cast<int>(token / vocab_rows_);
