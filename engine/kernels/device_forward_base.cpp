@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -35,6 +36,34 @@ class DeviceSequence final : public SequenceState {
   const void* owner_;
   int64_t pos_ = 0;
 };
+
+WeightType weight_type(const ModelProfile& p) {
+  switch (p.dtype) {
+    case DType::BF16:
+      return WeightType::BF16;
+    case DType::F16:
+      return WeightType::F16;
+    case DType::F32:
+      return WeightType::F32;
+    default:
+      throw Error(ErrorKind::Format, fmt::format("profile '{}': device forward: weight dtype {} is not supported "
+                                                 "(BF16, F16, F32)",
+                                                 p.id, dtype_name(p.dtype)));
+  }
+}
+
+/// The layouts the caller's must equal.
+std::vector<RankLayout> expected_layouts(const ModelProfile& p, const std::vector<RankLayout>& layouts) {
+  if (layouts.empty())
+    throw Error(ErrorKind::Mismatch, fmt::format("profile '{}': device forward: no rank layouts", p.id));
+  return build_rank_layouts(p, static_cast<int>(layouts.size()));
+}
+
+std::vector<StorageAddresses> view_addresses(const std::vector<DeviceRankView>& views) {
+  std::vector<StorageAddresses> out;
+  for (const DeviceRankView& v : views) out.push_back(v.storages);
+  return out;
+}
 
 std::vector<int> rank_devices(const std::vector<DeviceRankView>& views) {
   std::vector<int> out;
@@ -95,14 +124,43 @@ void enable_peer_access(const TpTopology& topo) {
 
 }  // namespace
 
-DeviceForwardBase::DeviceForwardBase(const std::string& profile_id, int vocab, int64_t hidden,
-                                     const std::vector<RankLayout>& expected, const std::vector<RankLayout>& layouts,
+DecodeAttention gqa_decode_attention(const GqaShape& shape, const LlamaRankHeads& heads, const float* q,
+                                     const float* k_cache, const float* v_cache, const int32_t* position,
+                                     float* scores, int64_t scores_stride, float* out) {
+  const int64_t kv_rows = int64_t{heads.kv_heads} * shape.head_dim;
+  DecodeAttention a;
+  a.q = q;
+  a.k_cache = k_cache;
+  a.v_cache = v_cache;
+  a.k_stride = kv_rows;
+  a.v_stride = kv_rows;
+  a.q_heads = heads.q_heads;
+  a.qk_dim = shape.head_dim;
+  a.v_dim = shape.head_dim;
+  a.q_head_start = heads.q_head_start;
+  a.group = shape.heads / shape.kv_heads;
+  a.kv_head_start = heads.kv_head_start;
+  a.window = shape.window;
+  a.scale = shape.scale;
+  a.position = position;
+  a.scores = scores;
+  a.scores_stride = scores_stride;
+  a.out = out;
+  return a;
+}
+
+DeviceForwardBase::DeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                      const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options)
-    : id_(profile_id),
-      vocab_(vocab),
-      hidden_(hidden),
+    : dims_(p.dims),
+      type_(weight_type(p)),  // first, so an unsupported dtype reports Format before any layout check
+      // torch adds the Python float eps to a float32 tensor in float32 (dense_ops.hpp rms_norm).
+      eps_(static_cast<float>(p.dims.rms_eps)),
+      id_(p.id),
+      vocab_(p.dims.vocab),
+      hidden_(p.dims.hidden),
       options_(options),
-      topo_((check_device_views(profile_id, expected, layouts, views), rank_devices(views))),
+      topo_((check_device_views(p.id, expected_layouts(p, layouts), layouts, views), rank_devices(views))),
+      storages_(layouts, view_addresses(views)),
       pool_(std::make_shared<SlotPool>()) {
   if (options_.max_sequences < 1)
     throw Error(ErrorKind::Format, fmt::format("profile '{}': device forward: max_sequences must be >= 1, got {}", id_,
@@ -114,6 +172,44 @@ DeviceForwardBase::DeviceForwardBase(const std::string& profile_id, int vocab, i
   enable_peer_access(topo_);
   pool_->used.assign(static_cast<size_t>(options_.max_sequences), 0);
   slots_.resize(static_cast<size_t>(options_.max_sequences));
+}
+
+void DeviceForwardBase::upload_inv_freq(const std::vector<float>& inv_freq) {
+  for (int l = 0; l < topo_.lanes(); ++l) {
+    const int device = topo_.lane_device[static_cast<size_t>(l)];
+    const uint64_t bytes = std::max<uint64_t>(inv_freq.size(), 1) * sizeof(float);
+    inv_freq_arena_.emplace_back(device, bytes, fmt::format("profile '{}': device forward: rope frequencies", id_));
+    DeviceScope scope(device);
+    check(cudaMemcpy(inv_freq_arena_.back().data(), inv_freq.data(), inv_freq.size() * sizeof(float),
+                     cudaMemcpyHostToDevice),
+          fmt::format("profile '{}': device forward: uploading rope frequencies to device {}", id_, device));
+  }
+  for (int r = 0; r < topo_.ranks(); ++r)
+    inv_freq_.push_back(inv_freq_arena_[static_cast<size_t>(topo_.rank_lane[static_cast<size_t>(r)])].floats(0));
+}
+
+DeviceForwardBase::KvCachePlan DeviceForwardBase::add_kv_caches(ArenaPlan& plan, int64_t k_width,
+                                                                int64_t v_width) const {
+  const int64_t positions = options_.max_positions;
+  KvCachePlan caches;
+  for (int l = 0; l < dims_.layers; ++l) {
+    caches.k.push_back(plan.add_floats(positions * k_width));
+    caches.v.push_back(plan.add_floats(positions * v_width));
+  }
+  return caches;
+}
+
+DeviceArena DeviceForwardBase::allocate_slot_arena(int slot, int rank, const ArenaPlan& plan,
+                                                   const KvCachePlan& caches, std::vector<float*>& k,
+                                                   std::vector<float*>& v) const {
+  DeviceArena arena(topo_.rank_device[static_cast<size_t>(rank)], plan.bytes(),
+                    fmt::format("profile '{}': device forward: slot {} rank {} KV caches ({} positions) and scratch",
+                                id_, slot, rank, options_.max_positions));
+  for (size_t l = 0; l < caches.k.size(); ++l) {
+    k.push_back(arena.floats(caches.k[l]));
+    v.push_back(arena.floats(caches.v[l]));
+  }
+  return arena;
 }
 
 DeviceForwardBase::~DeviceForwardBase() {
@@ -147,9 +243,7 @@ void DeviceForwardBase::step(SequenceState& state, int32_t token, std::vector<fl
   if (seq == nullptr || seq->owner() != this)
     throw Error(ErrorKind::Mismatch,
                 fmt::format("profile '{}': device forward: sequence state was created by another forward model", id_));
-  if (token < 0 || token >= vocab_)
-    throw Error(ErrorKind::Format,
-                fmt::format("profile '{}': token id {} is outside the vocabulary [0, {})", id_, token, vocab_));
+  check_token(id_, token, vocab_);
   if (seq->position() >= options_.max_positions)
     throw Error(ErrorKind::Resource,
                 fmt::format("profile '{}': device forward: sequence slot {} holds {} tokens = max_positions; no KV "

@@ -2,15 +2,14 @@
 // sliding windows; softmax-routed MXFP4 experts with biases and the clamped SwiGLU).
 #ifdef WSBENCH_HAVE_CUDA
 #include <algorithm>
-#include <cmath>
 
 #include "engine/kernels/cuda_util.hpp"
 #include "engine/kernels/moe_device_blocks.hpp"
 #include "engine/kernels/moe_device_forwards.hpp"
 #include "engine/kernels/moe_kernels.hpp"
 #include "engine/quant/device_linear_bind.hpp"
+#include "models/forward/family_weights.hpp"
 #include "models/layout/moe_layout.hpp"
-#include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 
 namespace wsb::dk {
@@ -54,44 +53,30 @@ GptOssDeviceForward::GptOssDeviceForward(const ModelProfile& p, const std::vecto
                                          const std::vector<DeviceRankView>& views,
                                          const DeviceForwardOptions& options)
     // transformers GptOssRotaryEmbedding without YaRN (moe_forward.hpp): inv_freq over head_dim.
-    : MoeDeviceForwardBase(p, layouts, views, options, p.dims.head_dim) {
+    : MoeDeviceForwardBase(p, layouts, views, options, gpt_oss_attention(p.dims).rotary_dim) {
   const ModelDims& d = dims_;
   const int tp = this->tp();
-  const int64_t h = d.hidden, hd = d.head_dim, e = d.experts;
-  attn_ = DeviceGqaParams{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0,
-                          static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.head_dim))), type_};
+  attn_ = DeviceGqaParams{gpt_oss_attention(d), type_};
   for (int r = 0; r < tp; ++r) {
-    const LlamaRankHeads heads = llama_rank_heads(d, tp, r);
-    need_gqa(sizes(), attn_, heads);
-    const int64_t q_rows = heads.q_heads * hd, qkv_rows = q_rows + 2 * int64_t{heads.kv_heads} * hd;
+    need_gqa(sizes(), attn_, llama_rank_heads(d, tp, r));
     const RankSlice im = gpt_oss_intermediate_slice(d, tp, r);
     inter_.push_back(im);
     need_routed_experts(sizes(), d.top_k, im.length);
     std::vector<Layer> layers;
-    for (int l = 0; l < d.layers; ++l) {
-      auto n = [l](std::string_view leaf) { return llama_layer_name(l, leaf); };
-      auto bf16 = [&](const std::string& name, int64_t rows, int64_t cols) {
-        return to_device_linear(dense_linear(ref(r, name), rows, cols));
-      };
+    for (const GptOssLayerWeights& b : bind_gpt_oss_rank(p, rank_storages(), r)) {
       Layer w;
-      w.input_norm = vec(r, n("input_layernorm.weight"), p.dtype, {h});
-      w.post_norm = vec(r, n("post_attention_layernorm.weight"), p.dtype, {h});
-      w.attn.heads = heads;
-      w.attn.qkv = bf16(n("self_attn.qkv_proj.weight"), qkv_rows, h);
-      w.attn.qkv_bias = vec(r, n("self_attn.qkv_proj.bias"), p.dtype, {qkv_rows});
-      w.attn.o = bf16(n("self_attn.o_proj.weight"), h, q_rows);
-      w.attn.sinks = vec(r, n("self_attn.sinks"), p.dtype, {heads.q_heads});
-      w.o_bias = vec(r, n("self_attn.o_proj.bias"), p.dtype, {h});
-      w.router = bf16(n("mlp.router.weight"), e, h);
-      w.router_bias = vec(r, n("mlp.router.bias"), p.dtype, {e});
-      w.w13_bias = vec(r, n("mlp.experts.w13_bias"), p.dtype, {e, 2 * im.padded});
-      w.w2_bias = vec(r, n("mlp.experts.w2_bias"), p.dtype, {e, h});
+      w.input_norm = b.input_norm.data;
+      w.post_norm = b.post_norm.data;
+      w.o_bias = b.o_bias.data;
+      w.attn = to_device(b.attn);
+      w.router = to_device_linear(b.router);
+      w.router_bias = b.router_bias.data;
+      w.w13_bias = b.w13_bias.data;
+      w.w2_bias = b.w2_bias.data;
       // A rank whose slice of the intermediate is empty (tp beyond its 32-blocks) has no expert matvecs to run.
       if (im.length > 0) {
-        w.w13 = to_device_linear(mxfp4_linear(ref(r, n("mlp.experts.w13_weight")),
-                                              ref(r, n("mlp.experts.w13_weight_scale")), 2 * im.length, h));
-        w.w2 = to_device_linear(mxfp4_linear(ref(r, n("mlp.experts.w2_weight")),
-                                             ref(r, n("mlp.experts.w2_weight_scale")), h, im.length));
+        w.w13 = to_device_linear(b.w13);
+        w.w2 = to_device_linear(b.w2);
       }
       layers.push_back(w);
     }

@@ -1,6 +1,7 @@
 #pragma once
-// Device-side helpers shared by the kernel files (C++17, CUDA only): exact widening of stored weight codes and
-// fixed-shape reductions. Every reduction here combines values in an order fixed by the block shape alone.
+// Device-side helpers shared by the kernel files (C++17, CUDA only): exact widening of stored weight codes, the
+// launch shape of the element-wise kernels and fixed-shape reductions. Every reduction here combines values in an
+// order fixed by the block shape alone.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -57,6 +58,15 @@ struct F32 {
     out[3] = __uint_as_float(v.w);
   }
 };
+
+/// Threads per block of the element-wise kernels (grid-stride loops over their elements).
+constexpr int kPointwiseThreads = 256;
+
+/// Blocks for n elements at kPointwiseThreads each: at least 1, at most 65535 (grid-stride loops cover the rest).
+inline unsigned pointwise_blocks(int64_t n) {
+  const int64_t b = (n + kPointwiseThreads - 1) / kPointwiseThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
+}
 
 /// Calls fn(Codes{}) with the codes struct of `type` (host side, to pick a kernel instantiation).
 template <class Fn>

@@ -5,8 +5,43 @@
 
 #include "engine/kernels/device_kernels.hpp"
 #include "engine/kernels/moe_kernels.hpp"
+#include "engine/quant/device_linear_bind.hpp"
 
 namespace wsb::dk {
+
+DeviceGqaRank to_device(const GqaRank& w) {
+  DeviceGqaRank d;
+  d.heads = w.heads;
+  d.qkv = to_device_linear(w.qkv);
+  d.qkv_bias = w.qkv_bias.data;
+  d.o = to_device_linear(w.o);
+  d.sinks = w.sinks.data;
+  return d;
+}
+
+DeviceSigmoidFamilyMlp to_device(const SigmoidFamilyMlp& w) {
+  DeviceSigmoidFamilyMlp d;
+  d.post_norm = w.post_norm.data;
+  d.moe = w.moe;
+  if (!d.moe) {
+    d.dense.gate_up = to_device_linear(w.gate_up);
+    d.dense.down = to_device_linear(w.down);
+    return d;
+  }
+  const SigmoidMoeRank& e = w.experts;
+  DeviceSigmoidMoe& x = d.experts;
+  x.gate = to_device_linear(e.gate);
+  x.correction_bias = reinterpret_cast<const float*>(e.correction_bias.data);
+  x.w13 = to_device_linear(e.w13);
+  x.w2 = to_device_linear(e.w2);
+  x.up_first = e.up_first;
+  x.has_shared = e.has_shared;
+  if (x.has_shared) {
+    x.shared.gate_up = to_device_linear(e.shared_gate_up);
+    x.shared.down = to_device_linear(e.shared_down);
+  }
+  return d;
+}
 
 void need_gqa(MoeBufferSizes& sizes, const DeviceGqaParams& p, const LlamaRankHeads& heads) {
   const int64_t q_rows = int64_t{heads.q_heads} * p.head_dim, kv_rows = int64_t{heads.kv_heads} * p.head_dim;
@@ -30,26 +65,9 @@ void gqa_attention(const DeviceGqaParams& p, const DeviceGqaRank& w, const MoeRa
   float* k_cache = s.k[static_cast<size_t>(layer)];
   float* v_cache = s.v[static_cast<size_t>(layer)];
   store_kv(qkv + q_rows, qkv + q_rows + kv_rows, kv_rows, position, k_cache, v_cache, stream);
-  DecodeAttention a;
-  a.q = qkv;
-  a.k_cache = k_cache;
-  a.v_cache = v_cache;
-  a.k_stride = kv_rows;
-  a.v_stride = kv_rows;
-  a.q_heads = h.q_heads;
-  a.qk_dim = hd;
-  a.v_dim = hd;
-  a.q_head_start = h.q_head_start;
-  a.group = p.heads / p.kv_heads;
-  a.kv_head_start = h.kv_head_start;
-  a.window = p.window;
+  DecodeAttention a = gqa_decode_attention(p, h, qkv, k_cache, v_cache, position, s.scores, max_positions, s.b);
   a.sinks = w.sinks;
   a.sinks_type = p.type;
-  a.scale = p.scale;
-  a.position = position;
-  a.scores = s.scores;
-  a.scores_stride = max_positions;
-  a.out = s.b;
   decode_attention(a, stream);
   launch_linear_matvec(w.o, nullptr, 1, s.b, 0, out, stream);
 }

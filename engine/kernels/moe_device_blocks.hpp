@@ -6,9 +6,11 @@
 // Routing happens on the device: the expert ids feed launch_linear_matvec directly (engine/quant/device_linear.hpp),
 // so nothing here reads device data on the host and everything records into the slot's CUDA graph.
 #include <cstdint>
+#include <vector>
 
 #include "engine/kernels/moe_device_forward_base.hpp"
 #include "engine/quant/device_linear.hpp"
+#include "models/forward/family_weights.hpp"
 #include "models/layout/llama_layout.hpp"
 #include "models/profile/profile.hpp"
 
@@ -23,14 +25,12 @@ struct DeviceGqaRank {
   const uint8_t* sinks = nullptr;    ///< [q_heads] unquantized dtype (gpt_oss); nullptr when absent
 };
 
-/// Shape of one model's attention (moe_blocks.hpp GqaParams).
-struct DeviceGqaParams {
-  int heads = 0;       ///< global q heads
-  int kv_heads = 0;    ///< global kv heads
-  int head_dim = 0;
-  int rotary_dim = 0;  ///< leading elements of each head RoPE rotates (rotate_half over rotary_dim)
-  int64_t window = 0;  ///< 0 = full causal attention, else keys at positions > pos - window
-  float scale = 1.0f;  ///< softmax scale (head_dim^-0.5)
+/// `w` bound to device addresses (rank_storages()) with its linears converted by to_device_linear. Throws what
+/// to_device_linear throws.
+DeviceGqaRank to_device(const GqaRank& w);
+
+/// Shape of one model's attention (family_weights.hpp) and the dtype of its biases and sinks.
+struct DeviceGqaParams : GqaShape {
   WeightType type = WeightType::BF16;  ///< dtype of biases and sinks
 };
 
@@ -82,8 +82,30 @@ struct DeviceSigmoidFamilyMlp {
   DeviceSigmoidMoe experts;
 };
 
+/// `w` bound to device addresses (rank_storages()): the dense linears of a dense layer, the router, experts and
+/// (when present) shared expert of a MoE layer converted by to_device_linear. Throws what to_device_linear throws.
+DeviceSigmoidFamilyMlp to_device(const SigmoidFamilyMlp& w);
+
 /// s.h = RMSNorm(x) with post_norm, then out = the layer's MLP of s.h (moe_blocks.hpp sigmoid_family_mlp_partial).
 void sigmoid_family_mlp(const ModelDims& dims, WeightType type, float eps, const DeviceSigmoidFamilyMlp& w,
                         const float* x, const MoeRankBuffers& s, float* out, cudaStream_t stream);
+
+/// One glm4_moe / deepseek_v3 decoder layer on `tp` (the device twin of MoeForwardBase::sigmoid_family_layer): for
+/// every rank r, s.h = RMSNorm(x) with input_norm_of(r) and attention(r, s, out, stream) writes the rank's partial;
+/// then sigmoid_family_mlp with mlp_of(r). Each of the two TP operations adds its reduced output to tp.x().
+/// `ranks`: the slot's per-rank buffers; `type`, `eps`: the unquantized dtype and the RMSNorm epsilon.
+template <typename InputNormOf, typename Attention, typename MlpOf>
+void enqueue_sigmoid_family_layer(const ModelDims& dims, WeightType type, float eps, TpSlot& tp,
+                                  const std::vector<MoeRankBuffers>& ranks, InputNormOf input_norm_of,
+                                  Attention attention, MlpOf mlp_of) {
+  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
+    const MoeRankBuffers& s = ranks[static_cast<size_t>(r)];
+    rms_norm(x, input_norm_of(r), type, dims.hidden, eps, s.h, st);
+    attention(r, s, out, st);
+  });
+  tp.rank_partials(true, true, [&](int r, cudaStream_t st, const float* x, float* out) {
+    sigmoid_family_mlp(dims, type, eps, mlp_of(r), x, ranks[static_cast<size_t>(r)], out, st);
+  });
+}
 
 }  // namespace wsb::dk

@@ -1,84 +1,25 @@
 #ifdef WSBENCH_HAVE_CUDA
 #include "engine/kernels/moe_device_forward_base.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
-#include "engine/kernels/cuda_util.hpp"
 #include "engine/kernels/moe_kernels.hpp"
-#include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
+#include "models/forward/family_weights.hpp"
 
 namespace wsb::dk {
-
-namespace {
-
-WeightType weight_type(const ModelProfile& p) {
-  switch (p.dtype) {
-    case DType::BF16:
-      return WeightType::BF16;
-    case DType::F16:
-      return WeightType::F16;
-    case DType::F32:
-      return WeightType::F32;
-    default:
-      throw Error(ErrorKind::Format, fmt::format("profile '{}': device forward: weight dtype {} is not supported "
-                                                 "(BF16, F16, F32)",
-                                                 p.id, dtype_name(p.dtype)));
-  }
-}
-
-/// The layouts the caller's must equal (after the dtype check, so an unsupported dtype reports Format first).
-std::vector<RankLayout> expected_layouts(const ModelProfile& p, const std::vector<RankLayout>& layouts) {
-  (void)weight_type(p);
-  if (layouts.empty())
-    throw Error(ErrorKind::Mismatch, fmt::format("profile '{}': device forward: no rank layouts", p.id));
-  return build_rank_layouts(p, static_cast<int>(layouts.size()));
-}
-
-}  // namespace
 
 MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                            const std::vector<DeviceRankView>& views,
                                            const DeviceForwardOptions& options, int rotary_dim)
-    : DeviceForwardBase(p.id, p.dims.vocab, p.dims.hidden, expected_layouts(p, layouts), layouts, views, options),
-      dims_(p.dims),
-      type_(weight_type(p)),
-      // torch adds the Python float eps to a float32 tensor in float32 (dense_ops.hpp rms_norm).
-      eps_(static_cast<float>(p.dims.rms_eps)),
-      layouts_(layouts),
-      views_(views) {
-  const int64_t vocab_rows = dims_.vocab / tp();
+    : DeviceForwardBase(p, layouts, views, options) {
   for (int r = 0; r < tp(); ++r) {
-    embed_.push_back(dense_linear(ref(r, "model.embed_tokens.weight"), vocab_rows, dims_.hidden).weight.data);
-    norm_.push_back(vec(r, "model.norm.weight", p.dtype, {dims_.hidden}));
-    lm_head_.push_back(dense_linear(ref(r, "lm_head.weight"), vocab_rows, dims_.hidden).weight.data);
+    const VocabEnds e = bind_vocab_ends(p, rank_storages(), r);
+    embed_.push_back(e.embed.data);
+    norm_.push_back(e.norm.data);
+    lm_head_.push_back(e.lm_head.data);
   }
-  // The host computes inv_freq exactly as the CPU forward does; each device keeps a copy for the rope kernels.
-  const std::vector<float> inv_freq = rope_inv_freq(dims_.rope_theta, rotary_dim);
-  const TpTopology& topo = topology();
-  for (int l = 0; l < topo.lanes(); ++l) {
-    const int device = topo.lane_device[static_cast<size_t>(l)];
-    const uint64_t bytes = std::max<uint64_t>(inv_freq.size(), 1) * sizeof(float);
-    inv_freq_arena_.emplace_back(device, bytes, fmt::format("profile '{}': device forward: rope frequencies", id()));
-    DeviceScope scope(device);
-    check(cudaMemcpy(inv_freq_arena_.back().data(), inv_freq.data(), inv_freq.size() * sizeof(float),
-                     cudaMemcpyHostToDevice),
-          fmt::format("profile '{}': device forward: uploading rope frequencies to device {}", id(), device));
-  }
-  for (int r = 0; r < tp(); ++r)
-    inv_freq_.push_back(inv_freq_arena_[static_cast<size_t>(topo.rank_lane[static_cast<size_t>(r)])].floats(0));
-}
-
-StorageRef MoeDeviceForwardBase::ref(int rank, const std::string& name) const {
-  const RankLayout& layout = layouts_[static_cast<size_t>(rank)];
-  const size_t index = layout.index_of(name);
-  return {&layout.storages[index], views_[static_cast<size_t>(rank)].storages[index]};
-}
-
-const uint8_t* MoeDeviceForwardBase::vec(int rank, const std::string& name, DType dtype, const Shape& shape) const {
-  return require_storage(ref(rank, name), dtype, shape).data;
+  upload_inv_freq(rope_inv_freq(dims_.rope_theta, rotary_dim));
 }
 
 std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_buffers(int slot) const {
@@ -94,16 +35,9 @@ std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_
                    act = plan.add_floats(sizes_.act), expert_out = plan.add_floats(top_k * hidden),
                    shared_out = plan.add_floats(hidden), bias_sum = plan.add_floats(hidden),
                    residual = plan.add_floats(hidden), scores = plan.add_floats(sizes_.q_heads * positions);
-    std::vector<uint64_t> k, v;
-    for (int l = 0; l < dims_.layers; ++l) {
-      k.push_back(plan.add_floats(positions * sizes_.k_width));
-      v.push_back(plan.add_floats(positions * sizes_.v_width));
-    }
+    const KvCachePlan caches = add_kv_caches(plan, sizes_.k_width, sizes_.v_width);
     MoeRankBuffers s;
-    s.arena = DeviceArena(topology().rank_device[static_cast<size_t>(r)], plan.bytes(),
-                          fmt::format("profile '{}': device forward: slot {} rank {} KV caches ({} positions) and "
-                                      "scratch",
-                                      id(), slot, r, positions));
+    s.arena = allocate_slot_arena(slot, r, plan, caches, s.k, s.v);
     s.h = s.arena.floats(h);
     s.a = s.arena.floats(a);
     s.b = s.arena.floats(b);
@@ -119,10 +53,6 @@ std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_
     s.bias_sum = s.arena.floats(bias_sum);
     s.residual = s.arena.floats(residual);
     s.scores = s.arena.floats(scores);
-    for (int l = 0; l < dims_.layers; ++l) {
-      s.k.push_back(s.arena.floats(k[static_cast<size_t>(l)]));
-      s.v.push_back(s.arena.floats(v[static_cast<size_t>(l)]));
-    }
     out->ranks.push_back(std::move(s));
   }
   return out;

@@ -1,8 +1,9 @@
 #pragma once
 // Skeleton shared by the device forwards of the quantized MoE families (CUDA builds only), the device twin of
-// models/forward/moe_forward_base.hpp: layout checks, storage references bound to device addresses, per-slot rank
-// buffers (KV caches and scratch, sized by the family's constructor), rotary frequencies on every device, and the
-// step: vocab-parallel embedding, the family's layers, final norm and lm_head gathered in rank order.
+// models/forward/moe_forward_base.hpp: the vocab ends bound to device addresses, per-slot rank buffers (KV caches
+// and scratch, sized by the family's constructor), the rotary frequencies, and the step: vocab-parallel
+// embedding, the family's layers, final norm and lm_head gathered in rank order. The family binds its layers with
+// models/forward/family_weights.hpp over rank_storages().
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,21 +50,12 @@ class MoeDeviceForwardBase : public DeviceForwardBase {
     std::vector<MoeRankBuffers> ranks;
   };
 
-  /// Checks the profile's weight dtype (BF16/F16/F32, else Error(Format)), then `layouts`/`views` against
-  /// build_rank_layouts(profile, layouts.size()) and the devices (DeviceForwardBase). `rotary_dim`: the RoPE
-  /// width whose inverse frequencies rope_inv_freq(rope_theta, rotary_dim) are uploaded to every device.
+  /// Checks what DeviceForwardBase checks, binds every rank's vocab ends (bind_vocab_ends: Error(Mismatch) naming
+  /// the storage). `rotary_dim`: the RoPE width whose inverse frequencies rope_inv_freq(rope_theta, rotary_dim) are
+  /// uploaded to every device (inv_freq(rank), rotary_dim / 2 floats).
   MoeDeviceForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                        const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options, int rotary_dim);
 
-  /// Storage `name` (runtime name) of `rank`: its spec and its DEVICE address. Bind QuantLinear with it (the
-  /// *_linear functions check specs only) and convert with to_device_linear; such a QuantLinear must never reach
-  /// the host linear_matvec. Throws Error(Missing) naming the storage.
-  StorageRef ref(int rank, const std::string& name) const;
-  /// Device address of an unquantized vector storage (norm weight, bias, sinks) checked to be `dtype` `shape`
-  /// (require_storage: Error(Mismatch) naming the storage).
-  const uint8_t* vec(int rank, const std::string& name, DType dtype, const Shape& shape) const;
-  /// This rank's rotary inverse frequencies on its device (rotary_dim / 2 floats).
-  const float* inv_freq(int rank) const { return inv_freq_[static_cast<size_t>(rank)]; }
   /// Grows the buffer sizes of slots created later (call from the family constructor only).
   MoeBufferSizes& sizes() { return sizes_; }
 
@@ -73,17 +65,9 @@ class MoeDeviceForwardBase : public DeviceForwardBase {
   std::unique_ptr<SlotBuffers> make_slot_buffers(int slot) const final;
   void enqueue_step(TpSlot& tp, SlotBuffers& buffers) const final;
 
-  ModelDims dims_;
-  WeightType type_;  ///< the unquantized weights' dtype (profile.dtype)
-  float eps_;        ///< dims.rms_eps rounded to float32, as torch adds it
-
  private:
-  std::vector<RankLayout> layouts_;
-  std::vector<DeviceRankView> views_;
   std::vector<const uint8_t*> embed_, norm_, lm_head_;  ///< per rank
   MoeBufferSizes sizes_;
-  std::vector<DeviceArena> inv_freq_arena_;  ///< per lane
-  std::vector<const float*> inv_freq_;       ///< per rank (its lane's copy)
 };
 
 }  // namespace wsb::dk

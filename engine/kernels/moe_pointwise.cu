@@ -10,13 +10,8 @@
 namespace wsb::dk {
 namespace {
 
-constexpr int kThreads = 256;
-
-/// Blocks for n elements at kThreads each (grid-stride loops cover the rest).
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
-}
+using detail::kPointwiseThreads;
+using detail::pointwise_blocks;
 
 __device__ inline int64_t first_index() { return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
@@ -91,7 +86,7 @@ __global__ void copy_kernel(float* __restrict__ dst, const float* __restrict__ s
 void add_bias(float* x, const uint8_t* bias, WeightType type, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   detail::with_codes(type, [&](auto codes) {
-    add_bias_kernel<decltype(codes)><<<blocks_for(n), kThreads, 0, stream>>>(x, bias, n);
+    add_bias_kernel<decltype(codes)><<<pointwise_blocks(n), kPointwiseThreads, 0, stream>>>(x, bias, n);
   });
   check_launch("add_bias");
 }
@@ -102,7 +97,7 @@ void add_expert_bias(float* y, int slots, int64_t n, const uint8_t* bias, Weight
   if (total <= 0) return;
   detail::with_codes(type, [&](auto codes) {
     add_expert_bias_kernel<decltype(codes)>
-        <<<blocks_for(total), kThreads, 0, stream>>>(y, total, n, bias, bias_stride, ids);
+        <<<pointwise_blocks(total), kPointwiseThreads, 0, stream>>>(y, total, n, bias, bias_stride, ids);
   });
   check_launch("add_expert_bias");
 }
@@ -110,7 +105,7 @@ void add_expert_bias(float* y, int slots, int64_t n, const uint8_t* bias, Weight
 void swiglu_slots(const float* gate_up, int slots, int64_t inter, bool up_first, float* out, cudaStream_t stream) {
   const int64_t total = int64_t{slots} * inter;
   if (total <= 0) return;
-  swiglu_slots_kernel<<<blocks_for(total), kThreads, 0, stream>>>(gate_up, total, inter, up_first, out);
+  swiglu_slots_kernel<<<pointwise_blocks(total), kPointwiseThreads, 0, stream>>>(gate_up, total, inter, up_first, out);
   check_launch("swiglu_slots");
 }
 
@@ -118,14 +113,15 @@ void clamped_swiglu_slots(const float* gate_up, int slots, int64_t inter, int64_
                           cudaStream_t stream) {
   const int64_t total = int64_t{slots} * inter;
   if (total <= 0) return;
-  clamped_swiglu_kernel<<<blocks_for(total), kThreads, 0, stream>>>(gate_up, total, inter, in_stride, limit, out);
+  clamped_swiglu_kernel<<<pointwise_blocks(total), kPointwiseThreads, 0, stream>>>(gate_up, total, inter, in_stride,
+                                                                                  limit, out);
   check_launch("clamped_swiglu_slots");
 }
 
 void moe_combine(const float* expert_out, const float* weights, int slots, int64_t n, const float* shared, float* out,
                  cudaStream_t stream) {
   if (n <= 0) return;
-  moe_combine_kernel<<<blocks_for(n), kThreads, 0, stream>>>(expert_out, weights, slots, n, shared, out);
+  moe_combine_kernel<<<pointwise_blocks(n), kPointwiseThreads, 0, stream>>>(expert_out, weights, slots, n, shared, out);
   check_launch("moe_combine");
 }
 
@@ -134,14 +130,14 @@ void expert_bias_sum(const uint8_t* bias, WeightType type, int64_t bias_stride, 
   if (n <= 0) return;
   detail::with_codes(type, [&](auto codes) {
     expert_bias_sum_kernel<decltype(codes)>
-        <<<blocks_for(n), kThreads, 0, stream>>>(bias, bias_stride, ids, weights, slots, n, out);
+        <<<pointwise_blocks(n), kPointwiseThreads, 0, stream>>>(bias, bias_stride, ids, weights, slots, n, out);
   });
   check_launch("expert_bias_sum");
 }
 
 void copy_floats(float* dst, const float* src, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dst, src, n);
+  copy_kernel<<<pointwise_blocks(n), kPointwiseThreads, 0, stream>>>(dst, src, n);
   check_launch("copy_floats");
 }
 

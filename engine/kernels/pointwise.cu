@@ -11,13 +11,8 @@
 namespace wsb::dk {
 namespace {
 
-constexpr int kThreads = 256;
-
-/// Blocks for n elements at kThreads each (grid-stride loops cover the rest).
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
-}
+using detail::kPointwiseThreads;
+using detail::pointwise_blocks;
 
 template <class Codes>
 __global__ void embedding_kernel(const uint8_t* __restrict__ table, int64_t row_start, int64_t rows, int64_t hidden,
@@ -88,7 +83,7 @@ void embedding_rows(const uint8_t* table, WeightType type, int64_t row_start, in
                     const int32_t* token, float* out, cudaStream_t stream) {
   detail::with_codes(type, [&](auto codes) {
     embedding_kernel<decltype(codes)>
-        <<<blocks_for(hidden), kThreads, 0, stream>>>(table, row_start, rows, hidden, token, out);
+        <<<pointwise_blocks(hidden), kPointwiseThreads, 0, stream>>>(table, row_start, rows, hidden, token, out);
   });
   check_launch("embedding_rows");
 }
@@ -97,24 +92,24 @@ void rope(float* x, int heads, int head_dim, int rotary_dim, const float* inv_fr
           cudaStream_t stream) {
   if (heads <= 0 || rotary_dim < 2) return;
   const int half = rotary_dim / 2;
-  const int threads = half < 32 ? 32 : (half > kThreads ? kThreads : half);
+  const int threads = half < 32 ? 32 : (half > kPointwiseThreads ? kPointwiseThreads : half);
   rope_kernel<<<heads, threads, 0, stream>>>(x, head_dim, rotary_dim, inv_freq, position);
   check_launch("rope");
 }
 
 void store_kv(const float* k, const float* v, int64_t width, const int32_t* position, float* k_cache,
               float* v_cache, cudaStream_t stream) {
-  store_kv_kernel<<<blocks_for(width), kThreads, 0, stream>>>(k, v, width, position, k_cache, v_cache);
+  store_kv_kernel<<<pointwise_blocks(width), kPointwiseThreads, 0, stream>>>(k, v, width, position, k_cache, v_cache);
   check_launch("store_kv");
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream) {
-  silu_mul_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, n, out);
+  silu_mul_kernel<<<pointwise_blocks(n), kPointwiseThreads, 0, stream>>>(gate, up, n, out);
   check_launch("silu_mul");
 }
 
 void add_inplace(float* x, const float* y, int64_t n, cudaStream_t stream) {
-  add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  add_kernel<<<pointwise_blocks(n), kPointwiseThreads, 0, stream>>>(x, y, n);
   check_launch("add_inplace");
 }
 
@@ -125,7 +120,7 @@ void reduce_ranks(float* out, const float* const* parts, int count, int64_t n, b
                                          std::to_string(kMaxReduceParts));
   Parts p{};
   for (int r = 0; r < count; ++r) p.p[r] = parts[r];
-  reduce_ranks_kernel<<<blocks_for(n), kThreads, 0, stream>>>(out, p, count, n, accumulate);
+  reduce_ranks_kernel<<<pointwise_blocks(n), kPointwiseThreads, 0, stream>>>(out, p, count, n, accumulate);
   check_launch("reduce_ranks");
 }
 

@@ -51,6 +51,10 @@ class ForwardModel {
 std::unique_ptr<ForwardModel> make_forward(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                                            const std::vector<RankStorageView>& storages);
 
+/// The token check of every forward's step(), CPU or CUDA: throws Error(Format) "profile '<id>': token id <token>
+/// is outside the vocabulary [0, <vocab>)" unless 0 <= token < vocab.
+void check_token(const std::string& profile_id, int32_t token, int vocab);
+
 /// Synthetic byte-level vocabulary: ids 0..255 are bytes; larger ids detokenize to "<|id|>".
 std::vector<int32_t> tokenize_bytes(const std::string& text);
 std::string detokenize(const std::vector<int32_t>& ids);

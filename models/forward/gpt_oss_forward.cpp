@@ -1,13 +1,12 @@
 // gpt_oss reference forward: GQA with sinks and alternating sliding windows, MXFP4 experts with biases (contract:
 // moe_forward.hpp; storages: models/layout/moe_layout.hpp).
-#include <cmath>
+#include <algorithm>
 
 #include "models/forward/dense_ops.hpp"
 #include "models/forward/moe_blocks.hpp"
 #include "models/forward/moe_forward.hpp"
 #include "models/forward/moe_ops.hpp"
 #include "models/layout/moe_layout.hpp"
-#include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 
 namespace wsb {
@@ -20,14 +19,7 @@ class GptOssForward final : public MoeForwardBase {
                 const std::vector<RankStorageView>& storages);
 
  private:
-  struct Layer {
-    StorageRef input_norm, post_norm, o_bias;
-    GqaRank attn;
-    QuantLinear router;
-    StorageRef router_bias;
-    QuantLinear w13, w2;
-    StorageRef w13_bias, w2_bias;
-  };
+  using Layer = GptOssLayerWeights;
 
   void layer(MoeSequence& s, int layer) const override;
   /// One rank's MoE: s.partial = sum over the chosen experts (ascending id) of weight * (w2 @ act), without the
@@ -43,42 +35,19 @@ GptOssForward::GptOssForward(const ModelProfile& p, const std::vector<RankLayout
                              const std::vector<RankStorageView>& storages)
     : MoeForwardBase(p, layouts, storages) {
   const ModelDims& d = dims_;
-  const int64_t h = d.hidden, hd = d.head_dim, e = d.experts;
-  attn_ = GqaParams{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0,
-                    static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.head_dim))), kern_};
+  const int64_t hd = d.head_dim;
+  attn_ = GqaParams{gpt_oss_attention(d), kern_};
   // transformers GptOssRotaryEmbedding without YaRN (moe_forward.hpp): inv_freq over head_dim; _apply_rotary_emb
   // rotates the two halves of each head, as apply_rope does.
-  set_inv_freq(rope_inv_freq(d.rope_theta, d.head_dim));
-  need_buffer(h);
+  set_inv_freq(rope_inv_freq(d.rope_theta, attn_.rotary_dim));
+  need_buffer(d.hidden);
   for (int r = 0; r < tp_; ++r) {
     const LlamaRankHeads heads = llama_rank_heads(d, tp_, r);
-    const int64_t q_rows = heads.q_heads * hd, qkv_rows = q_rows + 2 * int64_t{heads.kv_heads} * hd;
+    const int64_t qkv_rows = (heads.q_heads + 2 * int64_t{heads.kv_heads}) * hd;
     const RankSlice im = gpt_oss_intermediate_slice(d, tp_, r);
     inter_.push_back(im);
-    need_buffer(std::max({qkv_rows, 2 * im.padded, e}));
-    std::vector<Layer> layers;
-    for (int l = 0; l < d.layers; ++l) {
-      auto n = [l](std::string_view leaf) { return llama_layer_name(l, leaf); };
-      Layer w;
-      w.input_norm = require_storage(ref(r, n("input_layernorm.weight")), p.dtype, {h});
-      w.post_norm = require_storage(ref(r, n("post_attention_layernorm.weight")), p.dtype, {h});
-      w.attn.heads = heads;
-      w.attn.qkv = dense_linear(ref(r, n("self_attn.qkv_proj.weight")), qkv_rows, h);
-      w.attn.qkv_bias = require_storage(ref(r, n("self_attn.qkv_proj.bias")), p.dtype, {qkv_rows});
-      w.attn.o = dense_linear(ref(r, n("self_attn.o_proj.weight")), h, q_rows);
-      w.attn.sinks = require_storage(ref(r, n("self_attn.sinks")), p.dtype, {heads.q_heads});
-      w.o_bias = require_storage(ref(r, n("self_attn.o_proj.bias")), p.dtype, {h});
-      w.router = dense_linear(ref(r, n("mlp.router.weight")), e, h);
-      w.router_bias = require_storage(ref(r, n("mlp.router.bias")), p.dtype, {e});
-      w.w13 = mxfp4_linear(ref(r, n("mlp.experts.w13_weight")), ref(r, n("mlp.experts.w13_weight_scale")),
-                           2 * im.length, h);
-      w.w13_bias = require_storage(ref(r, n("mlp.experts.w13_bias")), p.dtype, {e, 2 * im.padded});
-      w.w2 = mxfp4_linear(ref(r, n("mlp.experts.w2_weight")), ref(r, n("mlp.experts.w2_weight_scale")), h,
-                          im.length);
-      w.w2_bias = require_storage(ref(r, n("mlp.experts.w2_bias")), p.dtype, {e, h});
-      layers.push_back(w);
-    }
-    ranks_.push_back(std::move(layers));
+    need_buffer(std::max({qkv_rows, 2 * im.padded, int64_t{d.experts}}));
+    ranks_.push_back(bind_gpt_oss_rank(p, rank_storages(), r));
   }
 }
 

@@ -2,33 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "core/errors.hpp"
 #include "models/forward/dense_ops.hpp"
+#include "models/forward/family_weights.hpp"
 #include "models/forward/weight_kernels.hpp"
 #include "models/layout/llama_layout.hpp"
-#include "models/profile/llama_family.hpp"
 
 namespace wsb {
 
 namespace {
-
-/// Runtime storages of one rank (pointers into the caller's memory, re-read at every step).
-struct RankWeights {
-  struct Layer {
-    const uint8_t* input_norm = nullptr;
-    const uint8_t* qkv = nullptr;
-    const uint8_t* o = nullptr;
-    const uint8_t* post_norm = nullptr;
-    const uint8_t* gate_up = nullptr;
-    const uint8_t* down = nullptr;
-  };
-  const uint8_t* embed = nullptr;
-  std::vector<Layer> layers;
-  const uint8_t* norm = nullptr;
-  const uint8_t* lm_head = nullptr;
-};
 
 /// KV caches of every (rank, layer) plus per-step scratch, so a step allocates nothing once warmed up.
 class LlamaSequence final : public SequenceState {
@@ -63,7 +45,7 @@ class LlamaForward final : public ForwardModel {
   int tp_;
   const WeightKernels* kern_;
   std::vector<LlamaRankHeads> heads_;
-  std::vector<RankWeights> ranks_;
+  std::vector<LlamaRankWeights> ranks_;  ///< pointers into the caller's memory, re-read at every step
   std::vector<float> inv_freq_;
   int64_t vocab_rows_, inter_rows_;
   float scale_;
@@ -76,54 +58,16 @@ class LlamaForward final : public ForwardModel {
 LlamaForward::LlamaForward(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                            const std::vector<RankStorageView>& storages)
     : id_(p.id), dims_(p.dims), tp_(static_cast<int>(layouts.size())), kern_(&weight_kernels(p.dtype)) {
-  if (layouts.empty()) mismatch(id_, "no rank layouts");
-  if (storages.size() != layouts.size())
-    mismatch(id_, fmt::format("{} rank layouts but {} storage views", layouts.size(), storages.size()));
-  const std::vector<RankLayout> expected = build_llama_layouts(p, tp_);
+  const RankStorages bound = bind_host_storages(p, layouts, storages);
   for (int r = 0; r < tp_; ++r) {
-    const RankLayout& got = layouts[static_cast<size_t>(r)];
-    const RankLayout& want = expected[static_cast<size_t>(r)];
-    const auto& views = storages[static_cast<size_t>(r)].storages;
-    if (got.rank != r || got.tp != tp_)
-      mismatch(id_, fmt::format("layout {} is for rank {} of tp {}, expected rank {} of tp {}", r, got.rank, got.tp, r,
-                                tp_));
-    if (got.storages.size() != want.storages.size() || views.size() != want.storages.size())
-      mismatch(id_, fmt::format("rank {}: {} layout storages and {} views, the llama layout has {}", r,
-                                got.storages.size(), views.size(), want.storages.size()));
-    for (size_t i = 0; i < want.storages.size(); ++i) {
-      const RuntimeStorageSpec& g = got.storages[i];
-      const RuntimeStorageSpec& w = want.storages[i];
-      if (g.name != w.name || g.shape != w.shape || g.dtype != w.dtype)
-        mismatch(id_, fmt::format("rank {} storage {}: '{}' {} {} differs from the llama layout's '{}' {} {}", r, i,
-                                  g.name, dtype_name(g.dtype), shape_string(g.shape), w.name, dtype_name(w.dtype),
-                                  shape_string(w.shape)));
-      if (views[i].size() != w.bytes())
-        mismatch(id_, fmt::format("rank {} storage '{}': view has {} bytes, layout declares {}", r, w.name,
-                                  views[i].size(), w.bytes()));
-    }
-    auto ptr = [&](const std::string& name) { return views[want.index_of(name)].data(); };
-    RankWeights rw;
-    rw.embed = ptr("model.embed_tokens.weight");
-    for (int l = 0; l < dims_.layers; ++l) {
-      RankWeights::Layer layer;
-      layer.input_norm = ptr(llama_layer_name(l, "input_layernorm.weight"));
-      layer.qkv = ptr(llama_layer_name(l, "self_attn.qkv_proj.weight"));
-      layer.o = ptr(llama_layer_name(l, "self_attn.o_proj.weight"));
-      layer.post_norm = ptr(llama_layer_name(l, "post_attention_layernorm.weight"));
-      layer.gate_up = ptr(llama_layer_name(l, "mlp.gate_up_proj.weight"));
-      layer.down = ptr(llama_layer_name(l, "mlp.down_proj.weight"));
-      rw.layers.push_back(layer);
-    }
-    rw.norm = ptr("model.norm.weight");
-    rw.lm_head = ptr("lm_head.weight");
-    ranks_.push_back(std::move(rw));
+    ranks_.push_back(bind_llama_rank(p, bound, r));
     heads_.push_back(llama_rank_heads(dims_, tp_, r));
   }
   inv_freq_ = rope_inv_freq(dims_.rope_theta, dims_.head_dim);
   vocab_rows_ = dims_.vocab / tp_;
   inter_rows_ = dims_.intermediate / tp_;
   // transformers: scaling = head_dim ** -0.5, applied to the float32 scores.
-  scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dims_.head_dim)));
+  scale_ = attention_scale(dims_.head_dim);
 }
 
 std::unique_ptr<SequenceState> LlamaForward::new_sequence() const {
@@ -171,7 +115,7 @@ void LlamaForward::attention(LlamaSequence& s, int layer) const {
   const int64_t length = s.pos + 1;
   if (s.scores.size() < static_cast<size_t>(length)) s.scores.resize(static_cast<size_t>(length) * 2);
   for (int r = 0; r < tp_; ++r) {
-    const RankWeights::Layer& w = ranks_[static_cast<size_t>(r)].layers[static_cast<size_t>(layer)];
+    const LlamaLayerWeights& w = ranks_[static_cast<size_t>(r)].layers[static_cast<size_t>(layer)];
     const LlamaRankHeads& heads = heads_[static_cast<size_t>(r)];
     const int64_t q_rows = int64_t{heads.q_heads} * hd, kv_rows = int64_t{heads.kv_heads} * hd;
     norm(s, w.input_norm);
@@ -200,7 +144,7 @@ void LlamaForward::attention(LlamaSequence& s, int layer) const {
 
 void LlamaForward::mlp(LlamaSequence& s, int layer) const {
   for (int r = 0; r < tp_; ++r) {
-    const RankWeights::Layer& w = ranks_[static_cast<size_t>(r)].layers[static_cast<size_t>(layer)];
+    const LlamaLayerWeights& w = ranks_[static_cast<size_t>(r)].layers[static_cast<size_t>(layer)];
     norm(s, w.post_norm);
     kern_->matvec(w.gate_up, 2 * inter_rows_, dims_.hidden, s.h.data(), s.gate_up.data());
     swiglu(s.gate_up.data(), s.gate_up.data() + inter_rows_, inter_rows_, s.act.data());
@@ -213,22 +157,21 @@ void LlamaForward::mlp(LlamaSequence& s, int layer) const {
 void LlamaForward::step(SequenceState& state, int32_t token, std::vector<float>& logits) const {
   auto* s = dynamic_cast<LlamaSequence*>(&state);
   if (s == nullptr || s->owner != this) mismatch(id_, "sequence state was created by another forward model");
-  if (token < 0 || token >= dims_.vocab)
-    throw Error(ErrorKind::Format,
-                fmt::format("profile '{}': token id {} is outside the vocabulary [0, {})", id_, token, dims_.vocab));
+  check_token(id_, token, dims_.vocab);
   rope_angles(inv_freq_, s->pos, s->cos.data(), s->sin.data());
   // Vocab-parallel embedding: only the rank owning the row contributes it (others contribute zeros).
   const int owner = static_cast<int>(token / vocab_rows_);
-  kern_->load_row(ranks_[static_cast<size_t>(owner)].embed, token - owner * vocab_rows_, dims_.hidden, s->x.data());
+  kern_->load_row(ranks_[static_cast<size_t>(owner)].ends.embed.data, token - owner * vocab_rows_, dims_.hidden,
+                  s->x.data());
   for (int l = 0; l < dims_.layers; ++l) {
     attention(*s, l);
     mlp(*s, l);
   }
   logits.resize(static_cast<size_t>(dims_.vocab));
   for (int r = 0; r < tp_; ++r) {
-    const RankWeights& w = ranks_[static_cast<size_t>(r)];
-    norm(*s, w.norm);
-    kern_->matvec(w.lm_head, vocab_rows_, dims_.hidden, s->h.data(), logits.data() + r * vocab_rows_);
+    const VocabEnds& w = ranks_[static_cast<size_t>(r)].ends;
+    norm(*s, w.norm.data);
+    kern_->matvec(w.lm_head.data, vocab_rows_, dims_.hidden, s->h.data(), logits.data() + r * vocab_rows_);
   }
   ++s->pos;
 }

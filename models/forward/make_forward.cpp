@@ -19,4 +19,10 @@ std::unique_ptr<ForwardModel> make_forward(const ModelProfile& profile, const st
                                              profile.id, profile.family));
 }
 
+void check_token(const std::string& profile_id, int32_t token, int vocab) {
+  if (token < 0 || token >= vocab)
+    throw Error(ErrorKind::Format,
+                fmt::format("profile '{}': token id {} is outside the vocabulary [0, {})", profile_id, token, vocab));
+}
+
 }  // namespace wsb

@@ -86,4 +86,12 @@ void sigmoid_moe_partial(const ModelDims& dims, const SigmoidMoeRank& w, MoeSequ
   for (size_t i = 0; i < s.partial.size(); ++i) s.partial[i] = s.routed[i] + s.partial[i];
 }
 
+void sigmoid_family_mlp_partial(const ModelDims& dims, const SigmoidFamilyMlp& w, MoeSequence& s) {
+  if (w.moe) {
+    sigmoid_moe_partial(dims, w.experts, s);
+  } else {
+    swiglu_mlp(w.gate_up, w.down, 0, false, s.h.data(), s, s.partial.data());
+  }
+}
+
 }  // namespace wsb

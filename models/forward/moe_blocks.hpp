@@ -6,28 +6,13 @@
 // s.weights, s.experts, s.routed, s.expert_out, s.scores, s.cos/s.sin (filled by MoeForwardBase::step).
 #include <vector>
 
+#include "models/forward/family_weights.hpp"
 #include "models/forward/moe_forward_base.hpp"
-#include "models/layout/llama_layout.hpp"
 
 namespace wsb {
 
-/// One rank's GQA attention weights.
-struct GqaRank {
-  LlamaRankHeads heads;
-  QuantLinear qkv;      ///< rows [q | k | v] = (q_heads + 2 kv_heads) * head_dim, cols hidden
-  StorageRef qkv_bias;  ///< same rows, unquantized dtype; data == nullptr when the model has none
-  QuantLinear o;        ///< rows hidden, cols q_heads * head_dim
-  StorageRef sinks;     ///< [q_heads] unquantized dtype (gpt_oss); data == nullptr when absent
-};
-
-/// Shape of the attention of one model.
-struct GqaParams {
-  int heads = 0;       ///< global q heads
-  int kv_heads = 0;    ///< global kv heads
-  int head_dim = 0;
-  int rotary_dim = 0;  ///< leading elements of each head that RoPE rotates (rotate_half over rotary_dim)
-  int64_t window = 0;  ///< 0 = full causal attention, else keys at positions > pos - window
-  float scale = 1.0f;  ///< softmax scale (head_dim^-0.5)
+/// Shape of the attention of one model (family_weights.hpp) and the kernels of its unquantized dtype.
+struct GqaParams : GqaShape {
   const WeightKernels* kern = nullptr;  ///< reads biases and sinks (the unquantized dtype)
 };
 
@@ -42,17 +27,6 @@ void gqa_attention_partial(const GqaParams& p, const GqaRank& w, std::vector<flo
 void swiglu_mlp(const QuantLinear& gate_up, const QuantLinear& down, int64_t expert, bool up_first, const float* x,
                 MoeSequence& s, float* out);
 
-/// One rank's sigmoid-routed MoE (glm4_moe / deepseek_v3).
-struct SigmoidMoeRank {
-  QuantLinear gate;            ///< router [experts, hidden], unquantized
-  StorageRef correction_bias;  ///< F32 [experts]
-  QuantLinear w13;             ///< stacked experts, rows 2 * Im_r
-  QuantLinear w2;              ///< stacked experts, rows hidden, cols Im_r
-  bool up_first = false;       ///< w13 rows are [up; gate]
-  bool has_shared = false;
-  QuantLinear shared_gate_up, shared_down;
-};
-
 /// s.partial = sum over the chosen experts in ascending id of weight_e * expert_e(s.h) (sigmoid_topk_route on the
 /// rank's own router copy), plus the shared expert's output: transformers Glm4MoeMoE / DeepseekV3MoE.forward
 /// (experts visited in id order, index_add into zeros, then + shared_experts(residuals)).
@@ -60,16 +34,5 @@ void sigmoid_moe_partial(const ModelDims& dims, const SigmoidMoeRank& w, MoeSequ
 
 /// Sorts the first n (expert, weight) pairs of s.experts / s.weights by ascending expert id (experts are distinct).
 void sort_selected_by_expert(MoeSequence& s, int n);
-
-/// s.partial = one rank's MLP of a sigmoid-router family layer (glm4_moe, deepseek_v3) for the normalized s.h:
-/// routed + shared experts on MoE layers (`w.moe`), the dense SwiGLU `w.gate_up` / `w.down` before them.
-template <typename Layer>
-void sigmoid_family_mlp_partial(const ModelDims& dims, const Layer& w, MoeSequence& s) {
-  if (w.moe) {
-    sigmoid_moe_partial(dims, w.experts, s);
-  } else {
-    swiglu_mlp(w.gate_up, w.down, 0, false, s.h.data(), s, s.partial.data());
-  }
-}
 
 }  // namespace wsb

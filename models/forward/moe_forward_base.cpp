@@ -22,48 +22,11 @@ MoeForwardBase::MoeForwardBase(const ModelProfile& p, const std::vector<RankLayo
     : id_(p.id),
       dims_(p.dims),
       tp_(static_cast<int>(layouts.size())),
-      views_(storages),
-      kern_(&weight_kernels(p.dtype)) {
-  if (layouts.empty()) mismatch(id_, "no rank layouts");
-  if (storages.size() != layouts.size())
-    mismatch(id_, fmt::format("{} rank layouts but {} storage views", layouts.size(), storages.size()));
-  layouts_ = build_rank_layouts(p, tp_);
-  for (int r = 0; r < tp_; ++r) {
-    const RankLayout& got = layouts[static_cast<size_t>(r)];
-    const RankLayout& want = layouts_[static_cast<size_t>(r)];
-    const auto& views = storages[static_cast<size_t>(r)].storages;
-    if (got.rank != r || got.tp != tp_)
-      mismatch(id_, fmt::format("layout {} is for rank {} of tp {}, expected rank {} of tp {}", r, got.rank, got.tp, r,
-                                tp_));
-    if (got.storages.size() != want.storages.size() || views.size() != want.storages.size())
-      mismatch(id_, fmt::format("rank {}: {} layout storages and {} views, the {} layout has {}", r,
-                                got.storages.size(), views.size(), p.family, want.storages.size()));
-    for (size_t i = 0; i < want.storages.size(); ++i) {
-      const RuntimeStorageSpec& g = got.storages[i];
-      const RuntimeStorageSpec& w = want.storages[i];
-      if (g.name != w.name || g.shape != w.shape || g.dtype != w.dtype || g.transform != w.transform)
-        mismatch(id_, fmt::format("rank {} storage {}: '{}' {} {} ({}) differs from the {} layout's '{}' {} {} ({})", r,
-                                  i, g.name, dtype_name(g.dtype), shape_string(g.shape), g.transform, p.family,
-                                  w.name, dtype_name(w.dtype), shape_string(w.shape), w.transform));
-      if (views[i].size() != w.bytes())
-        mismatch(id_, fmt::format("rank {} storage '{}': view has {} bytes, layout declares {}", r, w.name,
-                                  views[i].size(), w.bytes()));
-    }
-  }
+      kern_(&weight_kernels(p.dtype)),
+      storages_(bind_host_storages(p, layouts, storages)) {
   vocab_rows_ = dims_.vocab / tp_;
-  for (int r = 0; r < tp_; ++r) {
-    Ends e{ref(r, "model.embed_tokens.weight"), ref(r, "model.norm.weight"), ref(r, "lm_head.weight")};
-    dense_linear(e.embed, vocab_rows_, dims_.hidden);  // shape and dtype checks only
-    dense_linear(e.lm_head, vocab_rows_, dims_.hidden);
-    ends_.push_back(e);
-  }
+  for (int r = 0; r < tp_; ++r) ends_.push_back(bind_vocab_ends(p, storages_, r));
   need_norm(dims_.hidden);
-}
-
-StorageRef MoeForwardBase::ref(int rank, const std::string& name) const {
-  const RankLayout& layout = layouts_[static_cast<size_t>(rank)];
-  const size_t index = layout.index_of(name);
-  return {&layout.storages[index], views_[static_cast<size_t>(rank)].storages[index].data()};
 }
 
 std::unique_ptr<SequenceState> MoeForwardBase::new_sequence() const {
@@ -107,9 +70,7 @@ void MoeForwardBase::add_residual(MoeSequence& s) const {
 void MoeForwardBase::step(SequenceState& state, int32_t token, std::vector<float>& logits) const {
   auto* s = dynamic_cast<MoeSequence*>(&state);
   if (s == nullptr || s->owner != this) mismatch(id_, "sequence state was created by another forward model");
-  if (token < 0 || token >= dims_.vocab)
-    throw Error(ErrorKind::Format,
-                fmt::format("profile '{}': token id {} is outside the vocabulary [0, {})", id_, token, dims_.vocab));
+  check_token(id_, token, dims_.vocab);
   rope_angles(inv_freq_, s->pos, s->cos.data(), s->sin.data());
   if (s->scores.size() < static_cast<size_t>(s->pos + 1)) s->scores.resize(static_cast<size_t>(s->pos + 1) * 2);
   const int owner = static_cast<int>(token / vocab_rows_);
@@ -118,7 +79,7 @@ void MoeForwardBase::step(SequenceState& state, int32_t token, std::vector<float
   for (int l = 0; l < dims_.layers; ++l) layer(*s, l);
   logits.resize(static_cast<size_t>(dims_.vocab));
   for (int r = 0; r < tp_; ++r) {
-    const Ends& e = ends_[static_cast<size_t>(r)];
+    const VocabEnds& e = ends_[static_cast<size_t>(r)];
     rms(*s, s->x.data(), e.norm, dims_.hidden, s->h.data());
     kern_->matvec(e.lm_head.data, vocab_rows_, dims_.hidden, s->h.data(), logits.data() + r * vocab_rows_);
   }

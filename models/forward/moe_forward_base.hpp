@@ -1,17 +1,20 @@
 #pragma once
 // Skeleton shared by the reference forward passes of the MoE families (glm4_moe, deepseek_v3, gpt_oss): input
-// checks, storage lookup, per-sequence state, vocab-parallel embedding and lm_head, RMSNorm over a rank's copy of a
-// norm weight, and the rank-ordered reduction. TP ranks are emulated in one thread exactly like the llama family
-// (llama_forward.hpp): each rank computes its partial sums from its own storages, partials are reduced in rank
-// order (sum = ((p0 + p1) + p2) + ...), every sum runs in a fixed order, so logits are bitwise reproducible and
-// each sequence is computed alone (batch invariance).
+// checks and storage binding (rank_storages.hpp), per-sequence state, vocab-parallel embedding and lm_head, RMSNorm
+// over a rank's copy of a norm weight, and the rank-ordered reduction. TP ranks are emulated in one thread exactly
+// like the llama family (llama_forward.hpp): each rank computes its partial sums from its own storages, partials are
+// reduced in rank order (sum = ((p0 + p1) + p2) + ...), every sum runs in a fixed order, so logits are bitwise
+// reproducible and each sequence is computed alone (batch invariance).
 #include <algorithm>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "models/forward/family_weights.hpp"
 #include "models/forward/forward.hpp"
 #include "models/forward/quant_linear.hpp"
+#include "models/forward/rank_storages.hpp"
 #include "models/forward/weight_kernels.hpp"
 
 namespace wsb {
@@ -33,6 +36,11 @@ class MoeSequence final : public SequenceState {
   std::vector<float> scores, cos, sin;
 };
 
+/// s.partial = one rank's MLP of a sigmoid-router family layer (glm4_moe, deepseek_v3) for the normalized s.h:
+/// routed + shared experts on MoE layers (`w.moe`), the dense SwiGLU `w.gate_up` / `w.down` before them
+/// (moe_blocks.cpp).
+void sigmoid_family_mlp_partial(const ModelDims& dims, const SigmoidFamilyMlp& w, MoeSequence& s);
+
 class MoeForwardBase : public ForwardModel {
  public:
   std::unique_ptr<SequenceState> new_sequence() const override;
@@ -42,17 +50,17 @@ class MoeForwardBase : public ForwardModel {
   int vocab() const override { return dims_.vocab; }
 
  protected:
-  /// Checks `layouts` and `storages` against build_rank_layouts(profile, layouts.size()): rank numbering, storage
-  /// names, dtypes, shapes and transforms, and every view's byte size. Throws Error(Mismatch) naming the profile,
-  /// rank and storage; whatever build_rank_layouts throws for an unsupported tp.
+  /// Checks and binds `layouts` and `storages` (bind_host_storages: Error(Mismatch) naming the profile, rank and
+  /// storage; whatever build_rank_layouts throws for an unsupported tp), then every rank's vocab ends
+  /// (bind_vocab_ends). Throws Error(Format) first for an unsupported profile.dtype (weight_kernels).
   MoeForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                  const std::vector<RankStorageView>& storages);
 
   /// One decoder layer: attention and MLP, each adding its reduced output to s.x.
   virtual void layer(MoeSequence& s, int layer) const = 0;
 
-  /// Storage `name` (runtime name, no tensor prefix) of `rank`. Throws Error(Missing) naming it.
-  StorageRef ref(int rank, const std::string& name) const;
+  /// Every rank's runtime storages (host bytes), for the family's weight binding (family_weights.hpp).
+  const RankStorages& rank_storages() const { return storages_; }
   /// out[0..n) = RMSNorm(x) with the n-wide norm weight `w` (widened to float32 into s.norm_w), eps dims.rms_eps.
   void rms(MoeSequence& s, const float* x, const StorageRef& w, int64_t n, float* out) const;
   /// s.sum (+)= s.partial: rank 0 assigns, later ranks add.
@@ -68,6 +76,18 @@ class MoeForwardBase : public ForwardModel {
       reduce(s, r);
     }
   }
+  /// One glm4_moe / deepseek_v3 decoder layer: the attention half (norm input_norm_of(r), attention(r) writes that
+  /// rank's s.partial) and the sigmoid-family MLP half (mlp_of(r): its post_attention_layernorm, then
+  /// sigmoid_family_mlp_partial), each reduced in rank order and added to s.x.
+  template <typename InputNormOf, typename Attention, typename MlpOf>
+  void sigmoid_family_layer(MoeSequence& s, InputNormOf input_norm_of, Attention attention, MlpOf mlp_of) const {
+    rank_partials(s, input_norm_of, attention);
+    add_residual(s);
+    rank_partials(
+        s, [&](int r) -> const StorageRef& { return mlp_of(r).post_norm; },
+        [&](int r) { sigmoid_family_mlp_partial(dims_, mlp_of(r), s); });
+    add_residual(s);
+  }
   /// Index of the KV cache of (rank, layer) in MoeSequence::k / v.
   size_t cache_index(int rank, int layer) const {
     return static_cast<size_t>(rank) * static_cast<size_t>(dims_.layers) + static_cast<size_t>(layer);
@@ -78,21 +98,21 @@ class MoeForwardBase : public ForwardModel {
   void set_inv_freq(std::vector<float> inv_freq) { inv_freq_ = std::move(inv_freq); }
   /// Grows the a/b/c/d/scratch buffers of new sequences to at least n floats.
   void need_buffer(int64_t n) { buffer_floats_ = std::max(buffer_floats_, n); }
+  /// need_buffer(max(rows, cols)) for each of `linears` (an unbound one has 0 rows and cols).
+  void need_linears(std::initializer_list<const QuantLinear*> linears) {
+    for (const QuantLinear* l : linears) need_buffer(std::max(l->rows, l->cols));
+  }
   /// Grows s.norm_w to at least n floats.
   void need_norm(int64_t n) { norm_floats_ = std::max(norm_floats_, n); }
 
   std::string id_;
   ModelDims dims_;
   int tp_;
-  std::vector<RankLayout> layouts_;
-  std::vector<RankStorageView> views_;
   const WeightKernels* kern_;  ///< kernels of the unquantized weight dtype (profile.dtype)
 
  private:
-  struct Ends {
-    StorageRef embed, norm, lm_head;
-  };
-  std::vector<Ends> ends_;
+  RankStorages storages_;
+  std::vector<VocabEnds> ends_;
   std::vector<float> inv_freq_;
   int64_t vocab_rows_ = 0;
   int64_t buffer_floats_ = 0;

@@ -34,6 +34,19 @@ void expect(const StorageRef& r, DType dtype, std::string_view transform) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// A QuantLinear of `format` over the checked `weight` and `scale` (unbound for Dense), with its logical size.
+QuantLinear linear_of(LinearFormat format, StorageRef weight, StorageRef scale, int64_t rows, int64_t cols,
+                      int64_t experts) {
+  QuantLinear l;
+  l.format = format;
+  l.weight = weight;
+  l.scale = scale;
+  l.rows = rows;
+  l.cols = cols;
+  l.experts = experts;
+  return l;
+}
+
 float f32_at(const uint8_t* p, int64_t index) {
   float v;
   std::memcpy(&v, p + 4 * index, 4);
@@ -129,18 +142,11 @@ QuantLinear dense_linear(StorageRef weight, int64_t rows, int64_t cols) {
     bad(weight, "expected a BF16, F16 or F32 weight");
   expect(weight, dt, kTransformNone);
   const Shape& s = weight.spec->shape;
-  QuantLinear l;
-  l.format = LinearFormat::Dense;
-  l.weight = weight;
-  l.rows = rows;
-  l.cols = cols;
-  if (s == Shape{rows, cols}) {
-    l.experts = 1;
-  } else if (s.size() == 3 && s[1] == rows && s[2] == cols) {
-    l.experts = s[0];
-  } else {
+  const bool stacked = s.size() == 3 && s[1] == rows && s[2] == cols;
+  if (!stacked && s != Shape{rows, cols})
     bad(weight, fmt::format("expected [{}, {}] or [E, {}, {}]", rows, cols, rows, cols));
-  }
+  const int64_t experts = stacked ? s[0] : 1;
+  QuantLinear l = linear_of(LinearFormat::Dense, weight, StorageRef{}, rows, cols, experts);
   l.dense = &weight_kernels(dt);
   return l;
 }
@@ -158,14 +164,7 @@ QuantLinear fp8_linear(StorageRef weight, StorageRef scale, int64_t rows, int64_
   const Shape want_scale = r == 3 ? Shape{experts, w[2]} : Shape{w[1]};
   if (s != want_scale) bad(scale, fmt::format("expected {} to match weight '{}'", shape_string(want_scale),
                                               weight.spec->name));
-  QuantLinear l;
-  l.format = LinearFormat::Fp8Channel;
-  l.weight = weight;
-  l.scale = scale;
-  l.rows = rows;
-  l.cols = cols;
-  l.experts = experts;
-  return l;
+  return linear_of(LinearFormat::Fp8Channel, weight, scale, rows, cols, experts);
 }
 
 QuantLinear nvfp4_linear(StorageRef weight, StorageRef scale, StorageRef alpha, StorageRef input_scale, int64_t rows,
@@ -182,15 +181,9 @@ QuantLinear nvfp4_linear(StorageRef weight, StorageRef scale, StorageRef alpha, 
                            experts));
   expect_per_expert(alpha, experts);
   expect_per_expert(input_scale, experts);
-  QuantLinear l;
-  l.format = LinearFormat::Nvfp4;
-  l.weight = weight;
-  l.scale = scale;
+  QuantLinear l = linear_of(LinearFormat::Nvfp4, weight, scale, rows, cols, experts);
   l.alpha = alpha;
   l.input_scale = input_scale;
-  l.rows = rows;
-  l.cols = cols;
-  l.experts = experts;
   l.k_phase = k_phase;
   return l;
 }
@@ -207,14 +200,7 @@ QuantLinear mxfp4_linear(StorageRef weight, StorageRef scale, int64_t rows, int6
   if (s.size() != 3 || s[0] != experts || s[1] * 32 < rows || s[2] % 32 != 0 || s[2] / 32 < blocks)
     bad(scale, fmt::format("cannot hold the swizzled scales of {} rows x {} blocks for {} experts", rows, blocks,
                            experts));
-  QuantLinear l;
-  l.format = LinearFormat::Mxfp4;
-  l.weight = weight;
-  l.scale = scale;
-  l.rows = rows;
-  l.cols = cols;
-  l.experts = experts;
-  return l;
+  return linear_of(LinearFormat::Mxfp4, weight, scale, rows, cols, experts);
 }
 
 StorageRef require_storage(StorageRef r, DType dtype, const Shape& shape) {

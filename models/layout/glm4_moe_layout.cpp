@@ -41,13 +41,8 @@ void attention(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const Mo
                DType dtype) {
   auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
   const LlamaRankHeads h = llama_rank_heads(d, tp, rank);
-  const int64_t hd = d.head_dim, q0 = h.q_head_start * hd, qn = h.q_heads * hd;
-  const int64_t kv0 = h.kv_head_start * hd, kvn = h.kv_heads * hd;
-  auto qkv = [&](std::string_view leaf) {
-    return std::vector<Fragment>{c.slice(n(fmt::format("self_attn.q_proj.{}", leaf)), 0, q0, qn),
-                                 c.slice(n(fmt::format("self_attn.k_proj.{}", leaf)), 0, kv0, kvn),
-                                 c.slice(n(fmt::format("self_attn.v_proj.{}", leaf)), 0, kv0, kvn)};
-  };
+  const int64_t hd = d.head_dim, q0 = h.q_head_start * hd, qn = h.q_heads * hd, kvn = h.kv_heads * hd;
+  auto qkv = [&](std::string_view leaf) { return gqa_qkv_rows(c, d, layer, tp, rank, leaf); };
   fp8_linear(s, n("self_attn.qkv_proj"), qkv("weight"), qkv("weight_scale"), qn + 2 * kvn, d.hidden);
   if (d.attention_bias) s.push_back(rows_spec(n("self_attn.qkv_proj.bias"), dtype, qkv("bias")));
   fp8_linear(s, n("self_attn.o_proj"), {c.slice(n("self_attn.o_proj.weight"), 1, q0, qn)},
@@ -75,31 +70,20 @@ void routed_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, con
                         fp8_channel_scale_shape(s2)));
 }
 
-RankLayout rank_layout(const ModelProfile& p, const CanonIndex& c, int tp, int rank) {
+/// The MLP half of layer `layer`: the dense FP8 MLP before first_dense_layers; after them the router, its correction
+/// bias, the routed experts and the shared experts.
+void mlp(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelProfile& p, int layer, int tp, int rank) {
   const ModelDims& d = p.dims;
-  RankLayout out;
-  out.rank = rank;
-  out.tp = tp;
-  auto& s = out.storages;
-  s.push_back(vocab_rows(c, "model.embed_tokens.weight", p.dtype, d.vocab, tp, rank));
-  for (int i = 0; i < d.layers; ++i) {
-    auto n = [i](std::string_view leaf) { return llama_layer_name(i, leaf); };
-    s.push_back(replicated(c, n("input_layernorm.weight"), p.dtype));
-    attention(s, c, d, i, tp, rank, p.dtype);
-    s.push_back(replicated(c, n("post_attention_layernorm.weight"), p.dtype));
-    if (!is_moe_layer(d, i)) {
-      fp8_mlp(s, c, n("mlp"), n("mlp"), d.hidden, d.intermediate, tp, rank);
-      continue;
-    }
-    s.push_back(replicated(c, n("mlp.gate.weight"), p.dtype));
-    s.push_back(replicated(c, n("mlp.gate.e_score_correction_bias"), DType::F32));
-    routed_experts(s, c, d, i, tp, rank);
-    if (d.shared_experts > 0)
-      fp8_mlp(s, c, n("mlp.shared_experts"), n("mlp.shared_experts"), d.hidden, shared_intermediate(d), tp, rank);
+  auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
+  if (!is_moe_layer(d, layer)) {
+    fp8_mlp(s, c, n("mlp"), n("mlp"), d.hidden, d.intermediate, tp, rank);
+    return;
   }
-  s.push_back(replicated(c, "model.norm.weight", p.dtype));
-  s.push_back(vocab_rows(c, "lm_head.weight", p.dtype, d.vocab, tp, rank));
-  return out;
+  s.push_back(replicated(c, n("mlp.gate.weight"), p.dtype));
+  s.push_back(replicated(c, n("mlp.gate.e_score_correction_bias"), DType::F32));
+  routed_experts(s, c, d, layer, tp, rank);
+  if (d.shared_experts > 0)
+    fp8_mlp(s, c, n("mlp.shared_experts"), n("mlp.shared_experts"), d.hidden, shared_intermediate(d), tp, rank);
 }
 
 }  // namespace
@@ -112,10 +96,14 @@ std::vector<RankLayout> build_glm4_moe_layouts(const ModelProfile& p, int tp) {
   if (d.first_dense_layers > 0) require_divides(p, tp, "intermediate", d.intermediate);
   require_divides(p, tp, "moe_intermediate", d.moe_intermediate);
   if (d.shared_experts > 0) require_divides(p, tp, "shared expert intermediate", shared_intermediate(d));
-  CanonIndex canon(p);
-  std::vector<RankLayout> out;
-  for (int r = 0; r < tp; ++r) out.push_back(rank_layout(p, canon, tp, r));
-  return out;
+  return decoder_rank_layouts(
+      p, tp,
+      [&](std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, int layer, int rank) {
+        attention(s, c, d, layer, tp, rank, p.dtype);
+      },
+      [&](std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, int layer, int rank) {
+        mlp(s, c, p, layer, tp, rank);
+      });
 }
 
 }  // namespace wsb

@@ -17,12 +17,9 @@ void attention(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const Mo
   auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
   const LlamaRankHeads h = llama_rank_heads(d, tp, rank);
   const int64_t hd = d.head_dim, q0 = h.q_head_start * hd, qn = h.q_heads * hd;
-  const int64_t kv0 = h.kv_head_start * hd, kvn = h.kv_heads * hd;
   for (std::string_view leaf : {"weight", "bias"})
-    s.push_back(rows_spec(n(fmt::format("self_attn.qkv_proj.{}", leaf)), dtype,
-                          {c.slice(n(fmt::format("self_attn.q_proj.{}", leaf)), 0, q0, qn),
-                           c.slice(n(fmt::format("self_attn.k_proj.{}", leaf)), 0, kv0, kvn),
-                           c.slice(n(fmt::format("self_attn.v_proj.{}", leaf)), 0, kv0, kvn)}));
+    s.push_back(
+        rows_spec(n(fmt::format("self_attn.qkv_proj.{}", leaf)), dtype, gqa_qkv_rows(c, d, layer, tp, rank, leaf)));
   s.push_back(make_spec(n("self_attn.o_proj.weight"), dtype, {c.slice(n("self_attn.o_proj.weight"), 1, q0, qn)},
                         {d.hidden, qn}));
   s.push_back(replicated(c, n("self_attn.o_proj.bias"), dtype));
@@ -53,25 +50,12 @@ void mxfp4_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, cons
   s.push_back(make_spec(n("mlp.experts.w2_bias"), dtype, {c.whole(dn + "_bias")}, {e, h}));
 }
 
-RankLayout rank_layout(const ModelProfile& p, const CanonIndex& c, int tp, int rank) {
-  const ModelDims& d = p.dims;
-  RankLayout out;
-  out.rank = rank;
-  out.tp = tp;
-  auto& s = out.storages;
-  s.push_back(vocab_rows(c, "model.embed_tokens.weight", p.dtype, d.vocab, tp, rank));
-  for (int i = 0; i < d.layers; ++i) {
-    auto n = [i](std::string_view leaf) { return llama_layer_name(i, leaf); };
-    s.push_back(replicated(c, n("input_layernorm.weight"), p.dtype));
-    attention(s, c, d, i, tp, rank, p.dtype);
-    s.push_back(replicated(c, n("post_attention_layernorm.weight"), p.dtype));
-    s.push_back(replicated(c, n("mlp.router.weight"), p.dtype));
-    s.push_back(replicated(c, n("mlp.router.bias"), p.dtype));
-    mxfp4_experts(s, c, d, i, tp, rank, p.dtype);
-  }
-  s.push_back(replicated(c, "model.norm.weight", p.dtype));
-  s.push_back(vocab_rows(c, "lm_head.weight", p.dtype, d.vocab, tp, rank));
-  return out;
+/// The MLP half of layer `layer`: the router (weight, bias) and the MXFP4 experts.
+void mlp(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelProfile& p, int layer, int tp, int rank) {
+  auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
+  s.push_back(replicated(c, n("mlp.router.weight"), p.dtype));
+  s.push_back(replicated(c, n("mlp.router.bias"), p.dtype));
+  mxfp4_experts(s, c, p.dims, layer, tp, rank, p.dtype);
 }
 
 }  // namespace
@@ -80,10 +64,14 @@ std::vector<RankLayout> build_gpt_oss_layouts(const ModelProfile& p, int tp) {
   require_tp(p, tp);
   require_gqa_tp(p, tp);
   require_divides(p, tp, "vocab", p.dims.vocab);
-  CanonIndex canon(p);
-  std::vector<RankLayout> out;
-  for (int r = 0; r < tp; ++r) out.push_back(rank_layout(p, canon, tp, r));
-  return out;
+  return decoder_rank_layouts(
+      p, tp,
+      [&](std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, int layer, int rank) {
+        attention(s, c, p.dims, layer, tp, rank, p.dtype);
+      },
+      [&](std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, int layer, int rank) {
+        mlp(s, c, p, layer, tp, rank);
+      });
 }
 
 }  // namespace wsb

@@ -86,31 +86,20 @@ void nvfp4_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, cons
                         {e, 2}, kNvfp4W2Alpha, {e}));
 }
 
-RankLayout rank_layout(const ModelProfile& p, const CanonIndex& c, int tp, int rank) {
+/// The MLP half of layer `layer`: the dense BF16 MLP before first_dense_layers; after them the router, its
+/// correction bias, the NVFP4 routed experts and the BF16 shared experts.
+void mlp(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelProfile& p, int layer, int tp, int rank) {
   const ModelDims& d = p.dims;
-  RankLayout out;
-  out.rank = rank;
-  out.tp = tp;
-  auto& s = out.storages;
-  s.push_back(vocab_rows(c, "model.embed_tokens.weight", p.dtype, d.vocab, tp, rank));
-  for (int i = 0; i < d.layers; ++i) {
-    auto n = [i](std::string_view leaf) { return llama_layer_name(i, leaf); };
-    s.push_back(replicated(c, n("input_layernorm.weight"), p.dtype));
-    mla_attention(s, c, d, i, tp, rank, p.dtype);
-    s.push_back(replicated(c, n("post_attention_layernorm.weight"), p.dtype));
-    if (!is_moe_layer(d, i)) {
-      bf16_mlp(s, c, n("mlp"), d.hidden, d.intermediate, tp, rank, p.dtype);
-      continue;
-    }
-    s.push_back(replicated(c, n("mlp.gate.weight"), p.dtype));
-    s.push_back(replicated(c, n("mlp.gate.e_score_correction_bias"), DType::F32));
-    nvfp4_experts(s, c, d, i, tp, rank);
-    if (d.shared_experts > 0)
-      bf16_mlp(s, c, n("mlp.shared_experts"), d.hidden, shared_intermediate(d), tp, rank, p.dtype);
+  auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
+  if (!is_moe_layer(d, layer)) {
+    bf16_mlp(s, c, n("mlp"), d.hidden, d.intermediate, tp, rank, p.dtype);
+    return;
   }
-  s.push_back(replicated(c, "model.norm.weight", p.dtype));
-  s.push_back(vocab_rows(c, "lm_head.weight", p.dtype, d.vocab, tp, rank));
-  return out;
+  s.push_back(replicated(c, n("mlp.gate.weight"), p.dtype));
+  s.push_back(replicated(c, n("mlp.gate.e_score_correction_bias"), DType::F32));
+  nvfp4_experts(s, c, d, layer, tp, rank);
+  if (d.shared_experts > 0)
+    bf16_mlp(s, c, n("mlp.shared_experts"), d.hidden, shared_intermediate(d), tp, rank, p.dtype);
 }
 
 }  // namespace
@@ -129,10 +118,14 @@ std::vector<RankLayout> build_deepseek_v3_layouts(const ModelProfile& p, int tp)
                             "byte of down_proj",
                             p.id, tp, d.moe_intermediate / tp));
   if (d.shared_experts > 0) require_divides(p, tp, "shared expert intermediate", shared_intermediate(d));
-  CanonIndex canon(p);
-  std::vector<RankLayout> out;
-  for (int r = 0; r < tp; ++r) out.push_back(rank_layout(p, canon, tp, r));
-  return out;
+  return decoder_rank_layouts(
+      p, tp,
+      [&](std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, int layer, int rank) {
+        mla_attention(s, c, d, layer, tp, rank, p.dtype);
+      },
+      [&](std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, int layer, int rank) {
+        mlp(s, c, p, layer, tp, rank);
+      });
 }
 
 }  // namespace wsb

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "models/layout/llama_layout.hpp"
+#include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 
 namespace wsb {
@@ -72,6 +74,39 @@ RuntimeStorageSpec replicated(const CanonIndex& c, const std::string& name, DTyp
   Fragment f = c.whole(name);
   Shape shape = f.canonical_shape;
   return make_spec(name, dtype, {std::move(f)}, std::move(shape));
+}
+
+std::vector<Fragment> gqa_qkv_rows(const CanonIndex& c, const ModelDims& d, int layer, int tp, int rank,
+                                   std::string_view leaf) {
+  auto n = [&](std::string_view proj) { return llama_layer_name(layer, fmt::format("self_attn.{}.{}", proj, leaf)); };
+  const LlamaRankHeads h = llama_rank_heads(d, tp, rank);
+  const int64_t hd = d.head_dim, q0 = h.q_head_start * hd, qn = h.q_heads * hd;
+  const int64_t kv0 = h.kv_head_start * hd, kvn = h.kv_heads * hd;
+  return {c.slice(n("q_proj"), 0, q0, qn), c.slice(n("k_proj"), 0, kv0, kvn), c.slice(n("v_proj"), 0, kv0, kvn)};
+}
+
+std::vector<RankLayout> decoder_rank_layouts(const ModelProfile& p, int tp, const LayerPart& attention,
+                                             const LayerPart& mlp) {
+  const ModelDims& d = p.dims;
+  const CanonIndex c(p);
+  std::vector<RankLayout> out;
+  for (int rank = 0; rank < tp; ++rank) {
+    RankLayout layout;
+    layout.rank = rank;
+    layout.tp = tp;
+    auto& s = layout.storages;
+    s.push_back(vocab_rows(c, "model.embed_tokens.weight", p.dtype, d.vocab, tp, rank));
+    for (int i = 0; i < d.layers; ++i) {
+      s.push_back(replicated(c, llama_layer_name(i, "input_layernorm.weight"), p.dtype));
+      attention(s, c, i, rank);
+      s.push_back(replicated(c, llama_layer_name(i, "post_attention_layernorm.weight"), p.dtype));
+      mlp(s, c, i, rank);
+    }
+    s.push_back(replicated(c, "model.norm.weight", p.dtype));
+    s.push_back(vocab_rows(c, "lm_head.weight", p.dtype, d.vocab, tp, rank));
+    out.push_back(std::move(layout));
+  }
+  return out;
 }
 
 }  // namespace wsb

@@ -1,5 +1,6 @@
 #pragma once
 // Fragment lists shared by the MoE layout builders (internal to models/layout).
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,5 +25,21 @@ RuntimeStorageSpec vocab_rows(const CanonIndex& c, const std::string& name, DTyp
                               int rank);
 /// A replicated storage holding the whole canonical tensor `name` (same name, transform none).
 RuntimeStorageSpec replicated(const CanonIndex& c, const std::string& name, DType dtype);
+
+/// Rank `rank`'s rows of layer `layer`'s "self_attn.{q,k,v}_proj.<leaf>" in the fused qkv order: the rows of its q
+/// heads, then of its kv heads in k_proj, then in v_proj (llama_rank_heads; head_dim rows per head).
+std::vector<Fragment> gqa_qkv_rows(const CanonIndex& c, const ModelDims& d, int layer, int tp, int rank,
+                                   std::string_view leaf);
+
+/// Appends one half of decoder layer `layer` of TP rank `rank` to `storages` (a family's attention or MLP).
+using LayerPart =
+    std::function<void(std::vector<RuntimeStorageSpec>& storages, const CanonIndex& c, int layer, int rank)>;
+
+/// Layouts of every rank in the decoder order the MoE families share: model.embed_tokens.weight (vocab rows); per
+/// layer input_layernorm.weight, `attention`, post_attention_layernorm.weight, `mlp`; model.norm.weight;
+/// lm_head.weight (vocab rows). Norms are replicated, in profile.dtype like the vocab ends. Call after the family's
+/// TP checks; throws what CanonIndex and the parts throw (Error(Missing) for an absent canonical tensor).
+std::vector<RankLayout> decoder_rank_layouts(const ModelProfile& profile, int tp, const LayerPart& attention,
+                                             const LayerPart& mlp);
 
 }  // namespace wsb

@@ -4,19 +4,13 @@
 
 #include "core/errors.hpp"
 #include "core/sync_options.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Format);
-    return e.what();
-  }
-  return "no error";
-}
+/// The message of the Error(Format) `fn` throws.
+std::string error_of(const std::function<void()>& fn) { return test::error_message(fn, ErrorKind::Format); }
 
 TEST(SyncOptions, LabelsAreTheModeNamesWithTheSettingsThatTellConfigurationsApart) {
   SyncOptions o;

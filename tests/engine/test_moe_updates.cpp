@@ -6,6 +6,7 @@
 
 #include "engine/engine.hpp"
 #include "models/forward/forward.hpp"
+#include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/param_names.hpp"
 
@@ -13,21 +14,9 @@ namespace wsb {
 namespace {
 
 constexpr uint64_t kSeed = 7;
+const char* const kPrompt = "moe update probe";
 
-GenerateRequest probe() {
-  GenerateRequest r;
-  r.input_ids = tokenize_bytes("moe update probe");
-  r.max_new_tokens = 6;
-  return r;
-}
-
-/// What an engine serves: version, per-rank checksums, probe fingerprint.
-struct Served {
-  uint32_t version;
-  std::vector<std::map<std::string, std::string>> checksums;
-  std::string fingerprint;
-  bool operator==(const Served&) const = default;
-};
+using test::Served;
 
 class MoeEngineUpdates : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
@@ -40,7 +29,7 @@ class MoeEngineUpdates : public ::testing::TestWithParam<std::tuple<std::string,
     engine->load_native(checkpoint, version);
     return engine;
   }
-  Served served(Engine& e) { return {e.weight_version(), e.storage_checksums(), fingerprint(e.generate(probe()))}; }
+  Served served(Engine& e) { return test::served(e, kPrompt); }
   /// The reference: a fresh engine natively loaded from the publisher's FULL checkpoint of `version`.
   Served native(uint32_t version) {
     const auto dir = dir_ / ("native" + std::to_string(version));

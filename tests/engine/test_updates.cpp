@@ -9,6 +9,7 @@
 #include "engine/engine.hpp"
 #include "core/errors.hpp"
 #include "models/forward/forward.hpp"
+#include "tests/support/served.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -16,21 +17,9 @@ namespace {
 
 constexpr uint64_t kSeed = 7;
 const std::string kTensor = "model.layers.1.mlp.down_proj.weight";
+const char* const kPrompt = "update probe";
 
-GenerateRequest probe() {
-  GenerateRequest r;
-  r.input_ids = tokenize_bytes("update probe");
-  r.max_new_tokens = 6;
-  return r;
-}
-
-/// What an engine serves: version, per-rank checksums, probe fingerprint.
-struct Served {
-  uint32_t version;
-  std::vector<std::map<std::string, std::string>> checksums;
-  std::string fingerprint;
-  bool operator==(const Served&) const = default;
-};
+using test::Served;
 
 class EngineUpdates : public ::testing::TestWithParam<std::tuple<std::string, DeltaEncoding>> {
  protected:
@@ -43,7 +32,7 @@ class EngineUpdates : public ::testing::TestWithParam<std::tuple<std::string, De
     return engine;
   }
   std::unique_ptr<Engine> boot_v0() { return boot(Store(store()).update_dir(0), 0); }
-  Served served(Engine& e) { return {e.weight_version(), e.storage_checksums(), fingerprint(e.generate(probe()))}; }
+  Served served(Engine& e) { return test::served(e, kPrompt); }
   /// The reference: a fresh engine natively loaded from the publisher's FULL checkpoint of `version`.
   Served native(uint32_t version) {
     const auto dir = dir_ / ("native" + std::to_string(version));
@@ -105,12 +94,7 @@ TEST_P(EngineUpdates, StateMachineRulesAtTheEngine) {
   EXPECT_FALSE(engine->prepare(1).already_prepared);
   EXPECT_TRUE(engine->prepare(1).already_prepared);  // idempotent
   EXPECT_FALSE(engine->prepare(2).already_prepared);  // supersedes 1
-  try {
-    engine->commit(1);
-    ADD_FAILURE() << "commit of a superseded version succeeded";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "commit 000001: the prepared version is 000002");
-  }
+  EXPECT_EQ(test::error_text([&] { engine->commit(1); }), "commit 000001: the prepared version is 000002");
   EXPECT_EQ(engine->weight_version(), 0u);
   engine->commit(2);
   EXPECT_EQ(served(*engine), native(2));

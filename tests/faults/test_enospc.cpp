@@ -63,15 +63,9 @@ TEST_P(Enospc, FullDiskFailsPrepareNamingTheFileAndBytesAndChangesNothing) {
   const uint64_t leave = pages(shard_bytes / 2);
   const fs::path filler = small->fill("other-tenant.bin", leave);
   ASSERT_EQ(small->free_bytes(), leave);
-  try {
-    engine.prepare(1);
-    ADD_FAILURE() << "prepare succeeded on a full disk";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Resource) << e.what();
-    EXPECT_EQ(std::string(e.what()),
-              fmt::format("write {} (copy of {}): No space left on device after {} of {} bytes",
-                          (workdir / "checkpoint" / shard).string(), (full0 / shard).string(), leave, shard_bytes));
-  }
+  EXPECT_EQ(test::error_message([&] { engine.prepare(1); }, ErrorKind::Resource),
+            fmt::format("write {} (copy of {}): No space left on device after {} of {} bytes",
+                        (workdir / "checkpoint" / shard).string(), (full0 / shard).string(), leave, shard_bytes));
   EXPECT_TRUE(engine.healthy());
   EXPECT_EQ(test::served(engine, kPrompt), before);
   EXPECT_EQ(engine.storage_pointers(), pointers);

@@ -18,6 +18,7 @@
 #include "models/forward/forward.hpp"
 #include "models/quant/quant_role.hpp"
 #include "publication/zstd_frame.hpp"
+#include "tests/support/served.hpp"
 #include "tests/support/store_edit.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/param_names.hpp"
@@ -31,21 +32,10 @@ using Bytes = std::vector<uint8_t>;
 constexpr uint64_t kSeed = 7;
 constexpr uint32_t kLast = 2;
 
-GenerateRequest probe() {
-  GenerateRequest r;
-  r.input_ids = tokenize_bytes("fp?");
-  r.max_new_tokens = 2;
-  return r;
-}
+using test::Served;
 
-struct Served {
-  uint32_t version;
-  std::vector<std::map<std::string, std::string>> checksums;
-  std::string fingerprint;
-  bool operator==(const Served&) const = default;
-};
-
-Served served(Engine& e) { return {e.weight_version(), e.storage_checksums(), fingerprint(e.generate(probe()))}; }
+/// What `e` serves, its fingerprint from a short probe (2 new tokens).
+Served served(Engine& e) { return test::served(e, "fp?", 2); }
 
 /// The tensor every payload fault targets: one whose codes can be invalid in the preset's quantization format
 /// (an E4M3 weight or block scale, an E8M0 scale, else a BF16 weight), so the same tensor also carries the NaN case.
@@ -547,7 +537,7 @@ TEST_P(Faults, SymlinkToFileOutsideTheStore) {
   start();
   // Not a safetensors file: the escape must be reported, not whatever its bytes look like as a header.
   const fs::path outside = dir_ / "secret.txt";
-  test::write_file_bytes(outside, "root:x:0:0:root:/root:/bin/bash\n");
+  test::write_bytes(outside, "root:x:0:0:root:/root:/bin/bash\n");
   fs::remove(shard_path());
   fs::create_symlink(outside, shard_path());
   expect_fault(1, ErrorKind::Format,

@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the checkpoint tests: a fresh temp directory, raw file writing, error assertions.
+// Helpers shared by the checkpoint tests: a fresh temp directory, raw file writing (error assertions:
+// tests/support/error_checks.hpp).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "tests/support/error_checks.hpp"
+#include "tests/support/file_bytes.hpp"
 
 namespace wsb::testutil {
 
@@ -37,15 +40,8 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using test::read_bytes;
+using test::write_bytes;
 
 /// 8-byte little-endian length (safetensors spec).
 inline std::string le_u64(uint64_t value) {
@@ -59,21 +55,6 @@ inline void write_raw_safetensors(const std::filesystem::path& path, const std::
   std::string bytes = le_u64(header.size()) + header;
   for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(static_cast<char>(i & 0xFF));
   write_bytes(path, bytes);
-}
-
-/// Runs `fn`, expects wsb::Error of `kind` whose message contains every one of `parts`.
-inline void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << "kind " << error_kind_name(e.kind()) << ", message: " << e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
-          << "message lacks '" << part << "': " << e.what();
-    }
-    return;
-  }
-  ADD_FAILURE() << "no wsb::Error thrown";
 }
 
 }  // namespace wsb::testutil

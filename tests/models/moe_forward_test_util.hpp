@@ -1,6 +1,7 @@
 #pragma once
-// Helpers of the MoE forward-pass tests: valid synthetic canonical weights for the quantized tiny profiles (the
-// publisher lives in a higher layer), rank images loaded with the ordinary loader, and runs of a forward model.
+// Helpers of the forward-pass tests: valid synthetic canonical weights for the quantized tiny profiles (the
+// publisher lives in a higher layer), rank images loaded with the ordinary loader (every family), and runs of a
+// forward model.
 #include <gtest/gtest.h>
 
 #include <cmath>

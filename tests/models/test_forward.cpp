@@ -14,46 +14,16 @@
 #include "core/errors.hpp"
 #include "core/numeric.hpp"
 #include "models/forward/forward.hpp"
+#include "tests/models/moe_forward_test_util.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
 
 const std::filesystem::path kHfTiny = std::filesystem::path(WSBENCH_FIXTURES_DIR) / "hf-llama-tiny";
 
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
-
-/// Runtime storages of every rank, loaded with the ordinary loader.
-struct RankImages {
-  std::vector<RankLayout> layouts;
-  std::vector<std::vector<std::vector<uint8_t>>> bytes;  // [rank][storage]
-
-  RankImages(const ModelProfile& p, int tp, const CanonicalLookup& canonical) : layouts(build_rank_layouts(p, tp)) {
-    for (const RankLayout& l : layouts) {
-      bytes.emplace_back();
-      for (const RuntimeStorageSpec& s : l.storages) {
-        bytes.back().emplace_back(s.bytes());
-        load_storage(s, canonical, bytes.back().back());
-      }
-    }
-  }
-  std::vector<RankStorageView> views() const {
-    std::vector<RankStorageView> v(bytes.size());
-    for (size_t r = 0; r < bytes.size(); ++r)
-      for (const auto& b : bytes[r]) v[r].storages.emplace_back(b);
-    return v;
-  }
-  std::vector<uint8_t>& storage(int rank, const std::string& name) {
-    return bytes[static_cast<size_t>(rank)][layouts[static_cast<size_t>(rank)].index_of(name)];
-  }
-};
+using test::expect_error;
+using test::RankImages;
 
 struct Expected {
   std::vector<int32_t> sequence;

@@ -56,15 +56,7 @@ void expect_json(const json& actual, const json& expected) {
   EXPECT_EQ(actual.dump(2), expected.dump(2)) << "patch expected -> actual: " << json::diff(expected, actual).dump();
 }
 
-void expect_error(const std::function<void()>& fn, ErrorKind kind, const std::string& part) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(HfConfigWrite, LlamaTinyKeys) {
   expect_json(hf_config_json(profile("llama-tiny-bf16")), json::parse(R"({
@@ -131,7 +123,7 @@ TEST(HfConfigWrite, DeepseekV3WithoutPrefixIsDeepseekV3ForCausalLM) {
 
   raw["tensor_prefix"] = "decoder.";
   expect_error([&] { hf_config_json(parse_profile(raw, "decoder-prefixed")); }, ErrorKind::Format,
-               "tensor_prefix 'decoder.'");
+               {"tensor_prefix 'decoder.'"});
 }
 
 TEST(HfConfigWrite, GptOssTinyKeysAndMxfp4) {
@@ -230,16 +222,16 @@ TEST(HfConfigWrite, HfDirProfileCopiesItsConfigVerbatim) {
 
   ModelProfile gone = hf;
   gone.hf_dir = "/nonexistent/wsb-hf-dir";
-  expect_error([&] { hf_config_text(gone); }, ErrorKind::Missing, "/nonexistent/wsb-hf-dir/config.json");
+  expect_error([&] { hf_config_text(gone); }, ErrorKind::Missing, {"/nonexistent/wsb-hf-dir/config.json"});
 }
 
 TEST(HfConfigWrite, UnmappedFamilyOrQuantizationIsRefused) {
   ModelProfile p = profile("llama-tiny-bf16");
   p.family = "mamba";
-  expect_error([&] { hf_config_json(p); }, ErrorKind::Format, "family 'mamba' has no mapping");
+  expect_error([&] { hf_config_json(p); }, ErrorKind::Format, {"family 'mamba' has no mapping"});
   p = profile("llama-tiny-bf16");
   p.quantization = "nvfp4";
-  expect_error([&] { hf_config_json(p); }, ErrorKind::Format, "quantization 'nvfp4'");
+  expect_error([&] { hf_config_json(p); }, ErrorKind::Format, {"quantization 'nvfp4'"});
 }
 
 }  // namespace

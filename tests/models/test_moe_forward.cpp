@@ -13,6 +13,7 @@
 #include "models/profile/moe_family.hpp"
 #include "models/quant/codecs.hpp"
 #include "tests/models/moe_forward_test_util.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
@@ -20,15 +21,7 @@ namespace {
 using test::Logits;
 using test::RankImages;
 
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 class MoeForward : public ::testing::TestWithParam<std::string> {
  protected:

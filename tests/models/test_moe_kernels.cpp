@@ -13,6 +13,7 @@
 #include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 #include "tests/models/moe_forward_test_util.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
@@ -221,27 +222,15 @@ TEST(QuantLinear, BindingRejectsStoragesOfAnotherLayoutNamingThem) {
     const std::string n = llama_layer_name(1, leaf);
     return StorageRef{&images.spec(0, n), images.storage(0, n).data()};
   };
-  auto fn = [&] {
-    fp8_linear(at("mlp.experts.w13_weight"), at("mlp.experts.w13_weight_scale"), 128, 128);
-  };
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Mismatch);
-    EXPECT_NE(std::string(e.what()).find("storage 'model.layers.1.mlp.experts.w13_weight' (U8 [8, 128, 64]"),
-              std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("expected dtype F8_E4M3"), std::string::npos) << e.what();
-  }
+  test::expect_error([&] { fp8_linear(at("mlp.experts.w13_weight"), at("mlp.experts.w13_weight_scale"), 128, 128); },
+                     ErrorKind::Mismatch,
+                     {"storage 'model.layers.1.mlp.experts.w13_weight' (U8 [8, 128, 64]", "expected dtype F8_E4M3"});
   // Wrong logical size: 2 * 64 rows of w13 exist, 130 do not.
-  try {
+  const std::string wrong_size = test::error_text([&] {
     nvfp4_linear(at("mlp.experts.w13_weight"), at("mlp.experts.w13_weight_scale"), at("mlp.experts.w13_alpha"),
                  at("mlp.experts.w13_input_scale"), 130, 128, 0);
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected U8 [E, 130, 64]"), std::string::npos) << e.what();
-  }
+  });
+  EXPECT_NE(wrong_size.find("expected U8 [E, 130, 64]"), std::string::npos) << wrong_size;
 }
 
 TEST(MoeOps, TopKTiesGoToTheLowerIndex) {

@@ -22,6 +22,7 @@
 #include "models/transform/fp8_channel.hpp"
 #include "models/transform/mxfp4.hpp"
 #include "models/transform/nvfp4.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
@@ -29,15 +30,7 @@ namespace {
 const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 using Index = std::vector<int64_t>;
 
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

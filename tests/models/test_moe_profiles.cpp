@@ -13,21 +13,14 @@
 #include "models/forward/forward.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
 
 const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 nlohmann::json profile_json(const std::string& id) {
   std::ifstream in(kProfiles / (id + ".json"));

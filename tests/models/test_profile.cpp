@@ -13,6 +13,8 @@
 #include "models/checkpoint/checkpoint.hpp"
 #include "core/errors.hpp"
 #include "models/profile/profile.hpp"
+#include "tests/models/checkpoint_test_util.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
@@ -20,19 +22,7 @@ namespace {
 const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 const std::filesystem::path kHfTiny = std::filesystem::path(WSBENCH_FIXTURES_DIR) / "hf-llama-tiny";
 
-/// Fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "wsb-profile-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using testutil::TempDir;
 
 void write_json(const std::filesystem::path& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
 
@@ -41,16 +31,7 @@ nlohmann::json tiny_json() {
   return nlohmann::json::parse(in);
 }
 
-/// Runs `fn`, expects Error of `kind` whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(Profile, Llama31_8bHasTheRealDimsAndBytes) {
   ModelProfile p = find_profile("llama-3.1-8b-bf16", kProfiles);
@@ -121,19 +102,19 @@ TEST(Profile, ListAndFindInADirectory) {
   nlohmann::json a = tiny_json();
   nlohmann::json b = tiny_json();
   b["id"] = "aaa-first";
-  write_json(dir.path / "llama-tiny-bf16.json", a);
-  write_json(dir.path / "aaa-first.json", b);
-  std::ofstream(dir.path / "README.md") << "not a profile";
-  std::vector<ModelProfile> all = list_profiles(dir.path);
+  write_json(dir.path() / "llama-tiny-bf16.json", a);
+  write_json(dir.path() / "aaa-first.json", b);
+  std::ofstream(dir.path() / "README.md") << "not a profile";
+  std::vector<ModelProfile> all = list_profiles(dir.path());
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].id, "aaa-first");
   EXPECT_EQ(all[1].id, "llama-tiny-bf16");
 
-  expect_error([&] { find_profile("nope", dir.path); }, ErrorKind::Missing,
+  expect_error([&] { find_profile("nope", dir.path()); }, ErrorKind::Missing,
                {"profile 'nope'", "known: aaa-first, llama-tiny-bf16"});
   b["id"] = "other";
-  write_json(dir.path / "aaa-first.json", b);
-  expect_error([&] { find_profile("aaa-first", dir.path); }, ErrorKind::Format,
+  write_json(dir.path() / "aaa-first.json", b);
+  expect_error([&] { find_profile("aaa-first", dir.path()); }, ErrorKind::Format,
                {"aaa-first.json", "field 'id'", "'other' does not match the file name"});
 }
 
@@ -187,9 +168,9 @@ TEST(Profile, SchemaErrorsNameFileAndField) {
 
 TEST(Profile, LoadProfileFileErrors) {
   TempDir dir;
-  expect_error([&] { load_profile(dir.path / "absent.json"); }, ErrorKind::Missing, {"absent.json"});
-  std::ofstream(dir.path / "bad.json") << "{ not json";
-  expect_error([&] { load_profile(dir.path / "bad.json"); }, ErrorKind::Format, {"bad.json: invalid JSON"});
+  expect_error([&] { load_profile(dir.path() / "absent.json"); }, ErrorKind::Missing, {"absent.json"});
+  std::ofstream(dir.path() / "bad.json") << "{ not json";
+  expect_error([&] { load_profile(dir.path() / "bad.json"); }, ErrorKind::Format, {"bad.json: invalid JSON"});
 }
 
 TEST(Profile, FromHfDirMatchesTheTransformersCheckpoint) {
@@ -231,8 +212,8 @@ nlohmann::json minimal_hf_config() {
 
 TEST(Profile, FromHfDirDefaultsFollowLlamaConfig) {
   TempDir dir;
-  write_json(dir.path / "config.json", minimal_hf_config());
-  ModelProfile p = profile_from_hf_dir(dir.path);
+  write_json(dir.path() / "config.json", minimal_hf_config());
+  ModelProfile p = profile_from_hf_dir(dir.path());
   EXPECT_EQ(p.dtype, DType::F16);
   EXPECT_EQ(p.dims.kv_heads, 8);  // num_key_value_heads defaults to num_attention_heads
   EXPECT_EQ(p.dims.head_dim, 8);  // hidden_size / num_attention_heads
@@ -245,8 +226,8 @@ TEST(Profile, FromHfDirDefaultsFollowLlamaConfig) {
   j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
   j["tie_word_embeddings"] = true;
   j["head_dim"] = nullptr;  // null counts as absent
-  write_json(dir.path / "config.json", j);
-  p = profile_from_hf_dir(dir.path);
+  write_json(dir.path() / "config.json", j);
+  p = profile_from_hf_dir(dir.path());
   EXPECT_EQ(p.dims.rope_theta, 500000.0);
   EXPECT_TRUE(p.dims.tie_embeddings);
   EXPECT_EQ(p.dims.head_dim, 8);
@@ -255,8 +236,8 @@ TEST(Profile, FromHfDirDefaultsFollowLlamaConfig) {
 
 TEST(Profile, FromHfDirErrorsNameConfigField) {
   TempDir dir;
-  const std::string cfg = (dir.path / "config.json").string();
-  expect_error([&] { profile_from_hf_dir(dir.path); }, ErrorKind::Missing, {cfg});
+  const std::string cfg = (dir.path() / "config.json").string();
+  expect_error([&] { profile_from_hf_dir(dir.path()); }, ErrorKind::Missing, {cfg});
   struct Case {
     std::function<void(nlohmann::json&)> edit;
     std::string part;
@@ -277,8 +258,8 @@ TEST(Profile, FromHfDirErrorsNameConfigField) {
   for (const Case& c : cases) {
     nlohmann::json j = minimal_hf_config();
     c.edit(j);
-    write_json(dir.path / "config.json", j);
-    expect_error([&] { profile_from_hf_dir(dir.path); }, ErrorKind::Format, {cfg + ": " + c.part});
+    write_json(dir.path() / "config.json", j);
+    expect_error([&] { profile_from_hf_dir(dir.path()); }, ErrorKind::Format, {cfg + ": " + c.part});
   }
 }
 

@@ -13,7 +13,7 @@ namespace wsb {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
-using testutil::expect_error;
+using test::expect_error;
 
 void put16(Bytes& b, size_t i, uint16_t v) {
   b[2 * i] = static_cast<uint8_t>(v);
@@ -135,20 +135,28 @@ bool naive_invalid(DType dtype, const Bytes& b, size_t i) {
   }
 }
 
+/// Random codes of 1-D `spec` from `rng` (one draw per byte), each element's top byte with bit 0x40 cleared, so no
+/// element is NaN, infinity or an E8M0 0xFF.
+Bytes valid_random_codes(const TensorSpec& spec, std::mt19937_64& rng) {
+  Bytes b(spec.bytes());
+  for (auto& x : b) x = static_cast<uint8_t>(rng());
+  const size_t width = dtype_size(spec.dtype);
+  for (int64_t i = 0; i < spec.shape[0]; ++i) {
+    uint8_t& high = b[static_cast<size_t>(i) * width + width - 1];
+    high = static_cast<uint8_t>(high & ~0x40);
+  }
+  return b;
+}
+
 TEST(QuantCodeCheck, WordScanAgreesWithAScalarScan) {
   std::mt19937_64 rng(42);
   for (DType dtype : {DType::F8_E4M3, DType::U8, DType::BF16, DType::F16, DType::F32}) {
     for (int trial = 0; trial < 40; ++trial) {
       const int64_t n = static_cast<int64_t>(rng() % 9000) + 1;  // odd sizes, one to several 4 KiB blocks
       const TensorSpec spec{"t_scales", dtype, {n}};
-      Bytes b(spec.bytes());
-      // Mostly valid random codes (clear one exponent bit), then a few invalid ones at random elements.
-      for (auto& x : b) x = static_cast<uint8_t>(rng());
+      // Mostly valid random codes, then a few invalid ones at random elements.
+      Bytes b = valid_random_codes(spec, rng);
       const size_t width = dtype_size(dtype);
-      for (int64_t i = 0; i < n; ++i) {
-        uint8_t& high = b[static_cast<size_t>(i) * width + width - 1];
-        high = static_cast<uint8_t>(high & ~0x40);
-      }
       const int bad = static_cast<int>(rng() % 4);
       for (int k = 0; k < bad; ++k) {
         const size_t i = rng() % static_cast<size_t>(n);
@@ -181,13 +189,8 @@ TEST(QuantCodeCheck, CodeScannerAgreesWithTheWholeTensorScan) {
     for (int trial = 0; trial < 60; ++trial) {
       const int64_t n = static_cast<int64_t>(rng() % 9000) + 1;
       const TensorSpec spec{"t_scales", dtype, {n}};
-      Bytes b(spec.bytes());
-      for (auto& x : b) x = static_cast<uint8_t>(rng());
+      Bytes b = valid_random_codes(spec, rng);
       const size_t width = dtype_size(dtype);
-      for (int64_t i = 0; i < n; ++i) {
-        uint8_t& high = b[static_cast<size_t>(i) * width + width - 1];
-        high = static_cast<uint8_t>(high & ~0x40);
-      }
       if (rng() % 2 == 0) {  // one invalid element, often in the last (partial) word
         const size_t i = rng() % 3 == 0 ? static_cast<size_t>(n) - 1 : rng() % static_cast<size_t>(n);
         for (size_t j = 0; j < width; ++j) b[i * width + j] = 0xFF;

@@ -18,7 +18,7 @@
 namespace wsb {
 namespace {
 
-using testutil::expect_error;
+using test::expect_error;
 
 const nlohmann::json& tables() {
   static const nlohmann::json j = nlohmann::json::parse(

@@ -11,19 +11,12 @@
 #include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
 
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 /// Test profile: q width heads*head_dim (32) differs from hidden (16) so rows and columns cannot be confused;
 /// tp=8 > kv_heads=4 exercises kv-head replication.

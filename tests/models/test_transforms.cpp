@@ -19,21 +19,14 @@
 #include "models/transform/mxfp4.hpp"
 #include "models/transform/nvfp4.hpp"
 #include "models/transform/transform.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
 
 const std::filesystem::path kProfiles = WSBENCH_PROFILES_DIR;
 
-void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 /// Distinct non-zero bytes, so that a zero in the output is padding.
 std::vector<uint8_t> codes(size_t n, uint32_t seed) {

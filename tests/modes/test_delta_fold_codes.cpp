@@ -19,16 +19,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-template <typename Fn>
-void expect_error(Fn&& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 const TensorSpec kFp8{"model.layers.0.mlp.down_proj.weight", DType::F8_E4M3, {4, 8}};
 const TensorSpec kScales{"model.layers.0.mlp.experts.down_proj_scales", DType::U8, {2, 3, 5}};

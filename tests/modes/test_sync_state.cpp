@@ -3,20 +3,13 @@
 
 #include "core/errors.hpp"
 #include "modes/sync/sync_state.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
 
-std::string state_error(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::State) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
+/// The message of the Error(State) `fn` throws.
+std::string state_error(const std::function<void()>& fn) { return test::error_message(fn, ErrorKind::State); }
 
 TEST(SyncStateMachine, FirstPrepareBuildsAndSecondSameTargetIsIdempotent) {
   SyncStateMachine sm(0);

@@ -28,11 +28,12 @@ inline void PrintTo(const Served& s, std::ostream* os) {
   *os << "}";
 }
 
-/// Served state of `engine`, its fingerprint from a greedy probe of `prompt` (bytes as tokens), 6 new tokens.
-inline Served served(Engine& engine, const std::string& prompt) {
+/// Served state of `engine`, its fingerprint from a greedy probe of `prompt` (bytes as tokens), `max_new_tokens`
+/// new tokens.
+inline Served served(Engine& engine, const std::string& prompt, int max_new_tokens = 6) {
   GenerateRequest r;
   r.input_ids = tokenize_bytes(prompt);
-  r.max_new_tokens = 6;
+  r.max_new_tokens = max_new_tokens;
   return {engine.weight_version(), engine.storage_checksums(), fingerprint(engine.generate(r))};
 }
 

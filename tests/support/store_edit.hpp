@@ -17,19 +17,10 @@
 
 #include "models/checkpoint/checkpoint.hpp"
 #include "publication/store.hpp"
+#include "tests/support/file_bytes.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb::test {
-
-inline std::string read_file_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-inline void write_file_bytes(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 inline std::string le_bytes(uint64_t value, int width) {
   std::string out(static_cast<size_t>(width), '\0');
@@ -69,9 +60,9 @@ class StoreEditor {
   }
   /// The index as raw JSON, for entries write_checkpoint_index refuses to write (bad shard paths).
   void edit_index_json(uint32_t version, const std::function<void(nlohmann::json&)>& edit) const {
-    nlohmann::json doc = nlohmann::json::parse(read_file_bytes(index_path(version)));
+    nlohmann::json doc = nlohmann::json::parse(read_bytes(index_path(version)));
     edit(doc);
-    write_file_bytes(index_path(version), doc.dump(2));
+    write_bytes(index_path(version), doc.dump(2));
   }
 
   /// Tensors and checksum map of the shard holding `tensor`.
@@ -104,12 +95,12 @@ class StoreEditor {
   /// Raw header of a safetensors file: `edit` gets the JSON text (changing its length is fine: the length field
   /// follows) and the data buffer stays byte for byte.
   static void edit_header_text(const std::filesystem::path& shard, const std::function<void(std::string&)>& edit) {
-    const std::string bytes = read_file_bytes(shard);
+    const std::string bytes = read_bytes(shard);
     uint64_t length = 0;
     std::memcpy(&length, bytes.data(), 8);
     std::string header = bytes.substr(8, length);
     edit(header);
-    write_file_bytes(shard, le_bytes(header.size(), 8) + header + bytes.substr(8 + length));
+    write_bytes(shard, le_bytes(header.size(), 8) + header + bytes.substr(8 + length));
   }
   static void edit_header_json(const std::filesystem::path& shard, const std::function<void(nlohmann::json&)>& edit) {
     edit_header_text(shard, [&](std::string& text) {
@@ -120,12 +111,12 @@ class StoreEditor {
   }
   /// Overwrites the 8-byte header length field only.
   static void set_header_length(const std::filesystem::path& shard, uint64_t length) {
-    std::string bytes = read_file_bytes(shard);
+    std::string bytes = read_bytes(shard);
     bytes.replace(0, 8, le_bytes(length, 8));
-    write_file_bytes(shard, bytes);
+    write_bytes(shard, bytes);
   }
 
-  void set_latest(const std::string& text) const { write_file_bytes(root_ / "latest", text); }
+  void set_latest(const std::string& text) const { write_bytes(root_ / "latest", text); }
 
  private:
   std::filesystem::path root_;

@@ -1,6 +1,6 @@
 #pragma once
-// Shared helpers of the test suites: temporary folders, a published tiny store, and editing publications in
-// place to build bad inputs.
+// Shared helpers of the test suites: temporary folders, a published tiny store, editing publications in place to
+// build bad inputs, and the checks of thrown errors (error_checks.hpp).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +20,7 @@
 #include "models/profile/profile.hpp"
 #include "publisher/publisher.hpp"
 #include "publication/store.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb::test {
 
@@ -43,17 +44,6 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
-
-/// Expects `fn` to throw wsb::Error of `kind` whose message contains every one of `parts`.
-inline void expect_error(const std::function<void()>& fn, ErrorKind kind, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
 
 /// A tiny CI profile by id (models/profiles/<id>.json): llama-tiny-bf16 by default; glm-tiny-fp8,
 /// kimi-tiny-nvfp4 and gpt-oss-tiny-mxfp4 for the quantized MoE families.

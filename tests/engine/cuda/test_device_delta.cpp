@@ -9,6 +9,7 @@
 #include "engine/cuda/device_storages.hpp"
 #include "core/digest64.hpp"
 #include "core/errors.hpp"
+#include "tests/support/error_checks.hpp"
 #include "tests/support/gpu_support.hpp"
 
 namespace wsb {
@@ -81,14 +82,8 @@ TEST(DeviceDelta, DigestsStagingAndApplyMatchTheHost) {
   big.positions.assign(200000, 0);
   big.values.assign(200000, 0);
   const StorageDelta* one[] = {&big};
-  try {
-    storages->stage_deltas(one);
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Resource);
-    EXPECT_NE(std::string(e.what()).find("a pack of 1600048 bytes exceeds the 1048576 byte area"), std::string::npos)
-        << e.what();
-  }
+  test::expect_error([&] { storages->stage_deltas(one); }, ErrorKind::Resource,
+                     {"a pack of 1600048 bytes exceeds the 1048576 byte area"});
 }
 
 }  // namespace

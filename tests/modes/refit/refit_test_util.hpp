@@ -23,6 +23,7 @@
 #include "modes/refit/sender.hpp"
 #include "modes/refit/shm_transport.hpp"
 #include "modes/refit/stream_aligner.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb::refit::test {
 

@@ -26,6 +26,7 @@ namespace wsb::refit::test {
 namespace {
 
 using namespace std::chrono_literals;
+using wsb::test::error_kind_and_text;
 
 /// The child keeps its exported rings until the parent has imported and read them, as `wsbench refit-sender`
 /// waits for its release pipe.
@@ -161,16 +162,6 @@ RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes, const
   return rec;
 }
 
-/// The Error `fn` throws, as "<kind>: <text>" ("" when none).
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return std::string(error_kind_name(e.kind())) + ": " + e.what();
-  }
-  return "";
-}
-
 TEST(RefitCudaIpcTransport, CrossProcessRoundTripDeliversExactBytes) {
   std::mt19937 rng(77);
   const auto shards = make_shards(random_specs(rng, 3, 24, 1000));
@@ -229,9 +220,9 @@ TEST(RefitCudaIpcTransport, BaseGpuIdMapsThePhysicalIdsOfTheHandshakeToLocalIds)
 TEST(RefitCudaIpcTransport, LocalGpuIdRefusesAPhysicalIdBelowTheBaseOrOnAnotherRanksGpu) {
   EXPECT_EQ(local_gpu_id(0, 4, 4, 0), 0);
   EXPECT_EQ(local_gpu_id(3, 7, 4, 3), 3);
-  EXPECT_EQ(error_of([] { local_gpu_id(1, 2, 4, 1); }),
+  EXPECT_EQ(error_kind_and_text([] { local_gpu_id(1, 2, 4, 1); }),
             "mismatch: refit: rank 1: the sender's bucket ring is on physical GPU 2, below the engine's base_gpu_id 4");
-  EXPECT_EQ(error_of([] { local_gpu_id(1, 6, 4, 1); }),
+  EXPECT_EQ(error_kind_and_text([] { local_gpu_id(1, 6, 4, 1); }),
             "mismatch: refit: rank 1: the sender's bucket ring is on physical GPU 6 (local GPU 2 with base_gpu_id 4), "
             "but engine TP rank 1 lives on local GPU 1");
 }
@@ -259,7 +250,7 @@ std::string handshake_error(uint64_t sender_bucket, const CudaIpcGpus& sender_gp
   CudaIpcTransport transport(control, receiver_bucket, ipc, receiver_gpus);
   std::vector<uint8_t> into(receiver_bucket);
   std::string error;
-  hang_guard([&] { error = error_of([&] { transport.receiver(0).receive(into); }); });
+  hang_guard([&] { error = error_kind_and_text([&] { transport.receiver(0).receive(into); }); });
   EXPECT_TRUE(ipc.opened_devices().empty());
   transport.receiver(0).cancel("refused at the handshake");
   release.release();
@@ -301,7 +292,7 @@ TEST(RefitCudaIpcTransport, AnImportInTheExportingProcessIsRefused) {
     }
   });
   std::vector<uint8_t> into(1024);
-  const std::string error = error_of([&] { transport.receiver(0).receive(into); });
+  const std::string error = error_kind_and_text([&] { transport.receiver(0).receive(into); });
   transport.receiver(0).cancel("refused");
   sender.join();
   EXPECT_EQ(error, fmt::format("state: refit: rank 0: cuda-ipc: the bucket ring was exported by this very process "
@@ -316,11 +307,11 @@ TEST(RefitCudaIpcTransport, AMalformedHandshakeOrSlotMessageIsAFormatErrorNaming
   CudaIpcTransport transport(control, 1024, ipc, gpus_of(2));
   control.sender(0).send(Bucket{.entries = {}, .payload = {1, 2, 3, 4, 5}});
   std::vector<uint8_t> into(1024);
-  EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
+  EXPECT_EQ(error_kind_and_text([&] { transport.receiver(0).receive(into); }),
             "format: refit: rank 0: cuda-ipc: control message of 5 B is not a handshake");
   // Rank 1: a handshake of the right size but another magic.
   control.sender(1).send(Bucket{.entries = {}, .payload = std::vector<uint8_t>(112, 0)});
-  EXPECT_EQ(error_of([&] { transport.receiver(1).receive(into); }),
+  EXPECT_EQ(error_kind_and_text([&] { transport.receiver(1).receive(into); }),
             "format: refit: rank 1: cuda-ipc: control message of 112 B is not a handshake");
 }
 
@@ -347,7 +338,7 @@ TEST(RefitCudaIpcTransport, ASenderThatExitsAfterTheHandshakeFailsTheStreamNotHa
     EXPECT_EQ(first.payload_bytes, 1000u);
     EXPECT_TRUE(std::equal(shards.data[0][0].begin(), shards.data[0][0].end(), into.begin()));
     imported.release();
-    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(into); }),
+    EXPECT_EQ(error_kind_and_text([&] { transport.receiver(0).receive(into); }),
               "io: refit: rank 0: transport failed mid-stream: sender process exited before finishing the stream");
   });
   EXPECT_EQ(child.wait(), exited_with(0));

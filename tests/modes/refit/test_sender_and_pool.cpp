@@ -11,14 +11,7 @@
 namespace wsb::refit::test {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using wsb::test::error_text;
 
 TEST(RefitSender, PacksWeightsInOrderAtAlignedOffsetsAcrossDtypes) {
   const auto shards = make_shards({{{"x", DType::BF16, {10}},   // 20 B at 0
@@ -78,14 +71,14 @@ TEST(RefitSender, PacksIntoTheTransportsSparePayloadWithZeroedGaps) {
 
 TEST(RefitSender, RefusesAWeightLargerThanABucket) {
   const auto shards = make_shards({{}, {{"big", DType::F32, {64}}}});
-  EXPECT_EQ(error_of([&] { plan_buckets(1, shards.weights(1), 255); }),
+  EXPECT_EQ(error_text([&] { plan_buckets(1, shards.weights(1), 255); }),
             "refit: rank 1: weight 'big' of 256 B does not fit in a bucket of 255 B");
 }
 
 TEST(RefitSender, RefusesBytesDisagreeingWithTheSpec) {
   std::vector<uint8_t> bytes(3);
   const std::vector<ShardWeight> shard{{{"h", DType::F16, {2}}, bytes}};
-  EXPECT_EQ(error_of([&] { plan_buckets(0, shard, 64); }),
+  EXPECT_EQ(error_text([&] { plan_buckets(0, shard, 64); }),
             "refit: rank 0: weight 'h' has 3 B of data, its spec F16 [2] needs 4 B");
 }
 
@@ -96,12 +89,12 @@ TEST(RefitSetup, BucketSizeMismatchIsRefusedOnBothSides) {
   const std::string want =
       "refit: bucket_size_bytes mismatch: sender 4096 B, receiver 2048 B (both sides must use the same size)";
   BufferPool small(2048, 1);
-  EXPECT_EQ(error_of([&] { StreamAligner(layout, transport, small); }), want);
+  EXPECT_EQ(error_text([&] { StreamAligner(layout, transport, small); }), want);
   // A sender configured differently from the transport fails its channel with the same kind of message.
-  EXPECT_EQ(error_of([&] { stream_shard(0, shards.weights(0), 8192, transport); }),
+  EXPECT_EQ(error_text([&] { stream_shard(0, shards.weights(0), 8192, transport); }),
             "refit: bucket_size_bytes mismatch: sender 8192 B, receiver 4096 B (both sides must use the same size)");
   std::vector<uint8_t> sink(4096);
-  EXPECT_EQ(error_of([&] { transport.receiver(0).receive(sink); }),
+  EXPECT_EQ(error_text([&] { transport.receiver(0).receive(sink); }),
             "refit: rank 0: transport failed mid-stream: refit: bucket_size_bytes mismatch: sender 8192 B, receiver "
             "4096 B (both sides must use the same size)");
 }
@@ -111,7 +104,7 @@ TEST(RefitSetup, PoolSmallerThanTheRankCountIsRefused) {
   RefitLayout layout(shards.specs);
   InProcTransport transport(2, 64);
   BufferPool pool(64, 1);
-  EXPECT_EQ(error_of([&] { StreamAligner(layout, transport, pool); }),
+  EXPECT_EQ(error_text([&] { StreamAligner(layout, transport, pool); }),
             "refit: receive buffer pool has 1 buffers, 2 ranks need 2");
 }
 
@@ -120,7 +113,7 @@ TEST(RefitBufferPool, PoisonsOnReleaseAndRefusesWhenExhausted) {
   PooledBuffer a = pool.acquire();
   PooledBuffer b = pool.acquire();
   std::fill(a.span().begin(), a.span().end(), uint8_t{7});
-  EXPECT_EQ(error_of([&] { pool.acquire(); }), "refit: receive buffer pool exhausted (2 of 2 buffers lent)");
+  EXPECT_EQ(error_text([&] { pool.acquire(); }), "refit: receive buffer pool exhausted (2 of 2 buffers lent)");
   const std::span<uint8_t> held = a.span();
   a.reset();
   EXPECT_EQ(std::count(held.begin(), held.end(), kPoison), 96);

@@ -17,6 +17,7 @@ namespace wsb::refit::test {
 namespace {
 
 using namespace std::chrono_literals;
+using wsb::test::error_message;
 
 /// Streams every rank of `shards` with stream_shard, one thread per rank; after all joined, rethrows the first
 /// rank's error (this is the trainer side, run in the child).
@@ -68,16 +69,6 @@ std::vector<std::vector<TensorSpec>> mid_sized_specs(int ranks, size_t weights) 
   return specs;
 }
 
-/// Runs `fn`; returns the text of the Error it threw ("" when none), expecting `want_kind`.
-std::string error_of(const std::function<void()>& fn, ErrorKind want_kind) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), want_kind) << e.what();
-    return e.what();
-  }
-  return "";
-}
 
 /// The child streams every rank of `shards`; this process receives and checks everything.
 RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes) {
@@ -155,15 +146,9 @@ TEST(RefitShmTransport, ChildOversizedBucketIsTheChildsErrorAndReachesTheReceive
   EXPECT_EQ(child.wait(),
             exited_with(kChildError, "mismatch: refit: rank 1: bucket of 4097 B exceeds bucket_size_bytes 4096 B"));
   std::vector<uint8_t> sink(4096);
-  try {
-    transport.receiver(1).receive(sink);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Io);
-    EXPECT_EQ(std::string(e.what()),
-              "refit: rank 1: transport failed mid-stream: refit: rank 1: bucket of 4097 B exceeds bucket_size_bytes "
-              "4096 B");
-  }
+  EXPECT_EQ(error_message([&] { transport.receiver(1).receive(sink); }, ErrorKind::Io),
+            "refit: rank 1: transport failed mid-stream: refit: rank 1: bucket of 4097 B exceeds bucket_size_bytes "
+            "4096 B");
 }
 
 TEST(RefitShmTransport, ChildFailingMidStreamFailsTheAlignerNamingTheRank) {
@@ -189,14 +174,11 @@ TEST(RefitShmTransport, ChildFailingMidStreamFailsTheAlignerNamingTheRank) {
   BufferPool pool(4096, 2, kPoison);
   StreamAligner aligner(layout, transport, pool);
   hang_guard([&] {
-    try {
+    auto drain = [&] {
       while (aligner.next() != nullptr) {
       }
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::Io);
-      EXPECT_EQ(std::string(e.what()), "refit: rank 1: transport failed mid-stream: boom");
-    }
+    };
+    EXPECT_EQ(error_message(drain, ErrorKind::Io), "refit: rank 1: transport failed mid-stream: boom");
   });
   // Up to the three buckets sent before the failure may be delivered first (the failure wins once it is seen).
   EXPECT_GE(aligner.batches_delivered(), 1u);
@@ -224,14 +206,8 @@ TEST(RefitShmTransport, ChildKilledMidStreamIsTheSenderExitedErrorNotAHang) {
     EXPECT_EQ(transport.buckets_published(0), 5u);
     EXPECT_EQ(transport.buckets_published(1), 5u);
     for (int i = 0; i < 2; ++i) ASSERT_NE(aligner.next(), nullptr);  // what was published is still delivered
-    try {
-      aligner.next();
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::Io);
-      EXPECT_EQ(std::string(e.what()),
-                "refit: rank 0: transport failed mid-stream: sender process exited before finishing the stream");
-    }
+    EXPECT_EQ(error_message([&] { aligner.next(); }, ErrorKind::Io),
+              "refit: rank 0: transport failed mid-stream: sender process exited before finishing the stream");
   });
   EXPECT_EQ(aligner.batches_delivered(), 5u);
   EXPECT_EQ(child.wait(), killed_by(SIGKILL));
@@ -248,13 +224,8 @@ TEST(RefitShmTransport, ReceiverProcessKilledDoesNotHangTheSender) {
   });
   transport.set_receiver_alive(child.liveness());
   hang_guard([&] {
-    try {
-      stream_shard(0, shards.weights(0), 1024, transport);
-      ADD_FAILURE() << "no error";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::Io);
-      EXPECT_EQ(std::string(e.what()), "refit: rank 0: receiver process exited before the end of the stream");
-    }
+    EXPECT_EQ(error_message([&] { stream_shard(0, shards.weights(0), 1024, transport); }, ErrorKind::Io),
+              "refit: rank 0: receiver process exited before the end of the stream");
   });
   EXPECT_EQ(child.wait(), killed_by(SIGKILL));
 }
@@ -300,7 +271,7 @@ TEST(RefitShmTransport, ReceiverCancelReleasesTheChildSender) {
     transport.receiver(0).cancel("a second reason is ignored");
     outcome = child.wait();
     // The sender failed its channel with the error it got, and the buckets still queued were dropped.
-    EXPECT_EQ(error_of([&] { transport.receiver(0).receive(sink); }, ErrorKind::Io),
+    EXPECT_EQ(error_message([&] { transport.receiver(0).receive(sink); }, ErrorKind::Io),
               "refit: rank 0: transport failed mid-stream: " + gave_up);
   });
   EXPECT_EQ(outcome, exited_with(kChildError, "io: " + gave_up));
@@ -315,15 +286,9 @@ TEST(RefitShmTransport, EntriesNotFittingTheSlotHeaderAreRefused) {
   for (uint64_t i = 0; i < 3; ++i) b.entries.push_back({{fmt_name(i), DType::U8, {4, 2}}, 64 * i, 8});
   b.payload.resize(136);
   EXPECT_EQ(encoded_entry_bytes(b.entries[0]), 56u);
-  try {
-    transport.sender(0).send(b);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Resource);
-    EXPECT_EQ(std::string(e.what()),
-              "refit: rank 0: weight 'layers.1.weight' (entry 2 of 3) does not fit the slot header: the bucket's "
-              "entries need 168 B, max_entries_bytes is 100 B");
-  }
+  EXPECT_EQ(error_message([&] { transport.sender(0).send(b); }, ErrorKind::Resource),
+            "refit: rank 0: weight 'layers.1.weight' (entry 2 of 3) does not fit the slot header: the bucket's "
+            "entries need 168 B, max_entries_bytes is 100 B");
   b.entries.pop_back();  // 112 B still does not fit; one entry does
   b.entries.pop_back();
   transport.sender(0).send(b);
@@ -334,15 +299,9 @@ TEST(RefitShmTransport, EntriesNotFittingTheSlotHeaderAreRefused) {
 }
 
 TEST(RefitShmTransport, RefusesABadSetup) {
-  try {
-    ShmTransport transport(0, 64);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Mismatch);
-    EXPECT_EQ(std::string(e.what()),
-              "refit: shared-memory transport needs ranks >= 1, depth >= 1, bucket_size_bytes > 0, "
-              "max_entries_bytes > 0 and wait_slice > 0 (got 0, 2, 64, 262144, 50 ms)");
-  }
+  EXPECT_EQ(error_message([] { ShmTransport transport(0, 64); }, ErrorKind::Mismatch),
+            "refit: shared-memory transport needs ranks >= 1, depth >= 1, bucket_size_bytes > 0, "
+            "max_entries_bytes > 0 and wait_slice > 0 (got 0, 2, 64, 262144, 50 ms)");
   EXPECT_THROW(ShmTransport(1, 64, ShmTransportOptions{.depth = 0}), Error);
   EXPECT_THROW(ShmTransport(1, 0), Error);
   EXPECT_THROW(ShmTransport(1, 64, ShmTransportOptions{.depth = 2, .max_entries_bytes = 0}), Error);
@@ -358,15 +317,10 @@ TEST(RefitShmWire, EntriesRoundTripAndACorruptHeaderIsAFormatError) {
   for (const auto& e : entries) area.resize(area.size() + encoded_entry_bytes(e));
   EXPECT_EQ(encode_entries(entries, area), area.size());
   EXPECT_EQ(decode_entries(0, area, 3), entries);
-  try {
-    decode_entries(2, std::span<const uint8_t>(area).first(area.size() - 1), 3);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Format);
-    EXPECT_EQ(std::string(e.what()),
-              "refit: rank 2: corrupt slot header: entry data ends at byte " + std::to_string(area.size() - 8) +
-                  " of " + std::to_string(area.size() - 1));
-  }
+  EXPECT_EQ(error_message([&] { decode_entries(2, std::span<const uint8_t>(area).first(area.size() - 1), 3); },
+                          ErrorKind::Format),
+            "refit: rank 2: corrupt slot header: entry data ends at byte " + std::to_string(area.size() - 8) + " of " +
+                std::to_string(area.size() - 1));
   EXPECT_THROW(decode_entries(0, area, 2), Error);        // bytes left over
   EXPECT_THROW(decode_entries(0, area, 1u << 30), Error);  // a count that cannot fit never sizes a vector
 }
@@ -384,7 +338,7 @@ TEST_P(RefitTransportEndpoints, SameErrorsAndEndOfStream) {
   b.payload.assign(100, 7);
   transport->sender(0).send(b);
   transport->sender(0).finish();
-  EXPECT_EQ(error_of([&] { transport->receiver(0).receive(small); }, ErrorKind::Mismatch),
+  EXPECT_EQ(error_message([&] { transport->receiver(0).receive(small); }, ErrorKind::Mismatch),
             "refit: rank 0: received bucket of 100 B exceeds the receive buffer of 64 B");
   for (int i = 0; i < 2; ++i) {
     const ReceivedBatch end = transport->receiver(0).receive(sink);
@@ -392,12 +346,12 @@ TEST_P(RefitTransportEndpoints, SameErrorsAndEndOfStream) {
     EXPECT_TRUE(end.entries.empty());
     EXPECT_EQ(end.payload_bytes, 0u);
   }
-  EXPECT_EQ(error_of([&] { transport->sender(0).send(b); }, ErrorKind::State),
+  EXPECT_EQ(error_message([&] { transport->sender(0).send(b); }, ErrorKind::State),
             "refit: rank 0: send after the stream was closed");
   // rank 1: oversized, then a bucket delivered, then failure wins over what is still queued.
   Bucket big;
   big.payload.resize(4097);
-  EXPECT_EQ(error_of([&] { transport->sender(1).send(big); }, ErrorKind::Mismatch),
+  EXPECT_EQ(error_message([&] { transport->sender(1).send(big); }, ErrorKind::Mismatch),
             "refit: rank 1: bucket of 4097 B exceeds bucket_size_bytes 4096 B");
   transport->sender(1).send(b);
   const ReceivedBatch got = transport->receiver(1).receive(sink);
@@ -409,10 +363,10 @@ TEST_P(RefitTransportEndpoints, SameErrorsAndEndOfStream) {
   transport->sender(1).fail("second failure is ignored");
   transport->sender(1).finish();
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(error_of([&] { transport->receiver(1).receive(sink); }, ErrorKind::Io),
+    EXPECT_EQ(error_message([&] { transport->receiver(1).receive(sink); }, ErrorKind::Io),
               "refit: rank 1: transport failed mid-stream: lost");
   }
-  EXPECT_EQ(error_of([&] { transport->sender(1).send(b); }, ErrorKind::State),
+  EXPECT_EQ(error_message([&] { transport->sender(1).send(b); }, ErrorKind::State),
             "refit: rank 1: send after the stream was closed");
   // rank 2: an empty stream ends at once.
   transport->sender(2).finish();
@@ -436,7 +390,7 @@ TEST_P(RefitTransportEndpoints, CancelReleasesABlockedSenderAndDropsTheQueue) {
     transport->receiver(0).cancel("apply failed");
     transport->receiver(0).cancel("second reason");
     sender.join();
-    EXPECT_EQ(error_of([&] { transport->receiver(0).receive(sink); }, ErrorKind::Io),
+    EXPECT_EQ(error_message([&] { transport->receiver(0).receive(sink); }, ErrorKind::Io),
               "refit: rank 0: transport failed mid-stream: refit: rank 0: receiver gave up: apply failed");
   });
   EXPECT_EQ(sender_error, "refit: rank 0: receiver gave up: apply failed");
@@ -445,7 +399,7 @@ TEST_P(RefitTransportEndpoints, CancelReleasesABlockedSenderAndDropsTheQueue) {
   Bucket b;
   b.entries = {{{"a", DType::U8, {8}}, 0, 8}};
   b.payload.resize(8);
-  EXPECT_EQ(error_of([&] { transport->sender(1).send(b); }, ErrorKind::Io),
+  EXPECT_EQ(error_message([&] { transport->sender(1).send(b); }, ErrorKind::Io),
             "refit: rank 1: receiver gave up: cancelled");
 }
 
