@@ -6,6 +6,7 @@
 #include "harness/physics.hpp"
 #include "harness/runner.hpp"
 #include "core/errors.hpp"
+#include "tests/support/error_checks.hpp"
 
 namespace wsb {
 namespace {
@@ -21,28 +22,17 @@ Matrix one_cuda_cell() {
 TEST(DevicePreflight, CudaCellWithoutDeviceIsRefusedNamingCellAndNeed) {
   if (cuda_ops::visible_devices() > 0) GTEST_SKIP() << "a CUDA device is present: the refusal path cannot run";
   const Matrix m = one_cuda_cell();
-  try {
-    check_cells(m, m.cells, WSBENCH_PROFILES_DIR);
-    FAIL() << "a CUDA cell passed the preflight without a device";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Resource);
-    EXPECT_EQ(std::string(e.what()),
-              std::string("m.json: cell 'llama-tiny-bf16/cpu/native/tp2': engine 'embedded-cuda' needs a CUDA device; "
-                          "none is visible here (") +
-                  (cuda_ops::built() ? "driver reports no device" : "this wsbench was built without CUDA") + ")");
-  }
+  EXPECT_EQ(test::error_message([&] { check_cells(m, m.cells, WSBENCH_PROFILES_DIR); }, ErrorKind::Resource),
+            std::string("m.json: cell 'llama-tiny-bf16/cpu/native/tp2': engine 'embedded-cuda' needs a CUDA device; "
+                        "none is visible here (") +
+                (cuda_ops::built() ? "driver reports no device" : "this wsbench was built without CUDA") + ")");
 }
 
 TEST(DevicePreflight, H2dFloorWithoutDeviceIsAnError) {
   if (cuda_ops::visible_devices() > 0) GTEST_SKIP() << "a CUDA device is present";
   FloorMeasurement floors;
-  try {
-    add_h2d_floors(floors, 2, 2);
-    FAIL() << "an H2D floor without a device";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Resource);
-    EXPECT_STREQ(e.what(), "pinned H2D floor: no CUDA device visible (a CUDA cell needs one)");
-  }
+  EXPECT_EQ(test::error_message([&] { add_h2d_floors(floors, 2, 2); }, ErrorKind::Resource),
+            "pinned H2D floor: no CUDA device visible (a CUDA cell needs one)");
   EXPECT_EQ(floors.h2d_gbps, 0.0);
 }
 

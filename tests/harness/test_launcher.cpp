@@ -10,6 +10,7 @@
 #include "reports/results_json.hpp"
 #include "harness/runner.hpp"
 #include "core/errors.hpp"
+#include "tests/support/error_checks.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -52,15 +53,9 @@ TEST(Launcher, UserTemplateSplicesTheCellAndSubstitutesOutAndSelf) {
 TEST(Launcher, MissingProgramNamesTheLauncherAndWhatToInstall) {
   test::TempDir empty;
   ScopedPath path(empty.path().string());
-  try {
-    resolve_launcher_program(builtin_launchers().at("gvisor"));
-    FAIL() << "runsc found on an empty PATH";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Missing);
-    EXPECT_STREQ(e.what(),
+  EXPECT_EQ(test::error_message([&] { resolve_launcher_program(builtin_launchers().at("gvisor")); }, ErrorKind::Missing),
                  "runtime 'gvisor' needs 'runsc', which is not on PATH: install gVisor's runsc (Debian package 'runsc': "
                  "apt-get install runsc, or scripts/install-deps.sh), run as root");
-  }
   const Launcher l = parse_launcher("mine", nlohmann::json::parse(R"(["/no/such/launcher", "{cell}"])"), "m.json");
   try {
     resolve_launcher_program(l);
@@ -170,17 +165,11 @@ TEST(Launcher, MissingRunscIsASetupErrorBeforeAnyCell) {
   options.progress = ProgressStyle::Quiet;
   test::TempDir empty;
   ScopedPath path(empty.path().string());
-  try {
-    run_matrix(options, "/no/such/wsbench");
-    FAIL() << "ran without runsc";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Missing);
-    EXPECT_EQ(std::string(e.what()),
+  EXPECT_EQ(test::error_message([&] { run_matrix(options, "/no/such/wsbench"); }, ErrorKind::Missing),
               matrix.string() +
                   ": cell 'llama-tiny-bf16/cpu/gvisor/tp1': runtime 'gvisor' needs 'runsc', which is not on PATH: install "
                   "gVisor's runsc (Debian package 'runsc': apt-get install runsc, or scripts/install-deps.sh), run as "
                   "root");
-  }
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "cells"));
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness/matrix.hpp"
+#include "tests/support/error_checks.hpp"
 #include "reports/results_json.hpp"
 #include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
@@ -17,14 +18,7 @@ namespace wsb {
 namespace {
 
 std::string matrix_error(const nlohmann::json& j) {
-  try {
-    parse_matrix(j, "m.json");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Format);
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted: " << j.dump();
-  return "";
+  return test::error_message([&] { parse_matrix(j, "m.json"); }, ErrorKind::Format);
 }
 
 TEST(Matrix, DefaultsApplyAndIdsAreDerived) {

@@ -2,20 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "harness/shard.hpp"
+#include "tests/support/error_checks.hpp"
 #include "core/errors.hpp"
 
 namespace wsb {
 namespace {
 
 std::string shard_error(const std::string& text) {
-  try {
-    parse_shard(text);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Format);
-    return e.what();
-  }
-  ADD_FAILURE() << "accepted: " << text;
-  return "";
+  return test::error_message([&] { parse_shard(text); }, ErrorKind::Format);
 }
 
 TEST(Shard, ParsesKOfN) {
