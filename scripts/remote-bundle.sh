@@ -9,7 +9,8 @@
 #      come from another checkout, e.g. a clean snapshot) and record it in .carry/SOURCE_DIR: the test executables
 #      carry that absolute path for their fixtures and profiles, and scripts/remote-run.sh recreates it remotely;
 #      likewise the build directory (.carry/BUILD_DIR), where the tests that start the real wsbench look for it;
-#   2. copy that checkout's tests/fixtures/ and models/profiles/ into .carry/src/;
+#   2. copy that checkout's tests/fixtures/, models/profiles/, matrices/ and the results files of docs/validation/ into
+#      .carry/src/ (the tests read them through the source directory's absolute path);
 #   3. copy BUILD_DIR/wsbench, every test executable (BUILD_DIR/tests/test_<folder>_<name>) and every benchmark
 #      executable (BUILD_DIR/bench/bench_<name>), and strip them;
 #   4. copy the shared libraries they need that are not linked statically, libbenchmark.so.1debian and
@@ -22,7 +23,7 @@
 #   .carry/wsbench, .carry/lib*.so*             the CLI and the shared libraries
 #   .carry/bench/bench_<name>, .carry/bench/lib*.so*
 #   .carry/tests.tar.xz                         tests/test_<folder>_<name> and the shared libraries
-#   .carry/src/tests/fixtures, .carry/src/models/profiles
+#   .carry/src/tests/fixtures, .carry/src/models/profiles, .carry/src/matrices, .carry/src/docs/validation
 #   .carry/SOURCE_DIR, .carry/BUILD_DIR         the build's source and build directories
 # Copy the repository checkout (matrices/, tests/interop/, scripts/) together with .carry/ to the remote host, then
 # run scripts/remote-run.sh there from the repository root.
@@ -35,6 +36,8 @@ echo "$source_dir" > .carry/SOURCE_DIR
 echo "$build" > .carry/BUILD_DIR
 cp -r "$source_dir/tests/fixtures" .carry/src/tests/
 cp -r "$source_dir/models/profiles" .carry/src/models/
+cp -r "$source_dir/matrices" .carry/src/
+(cd "$source_dir" && find docs/validation -name '*results*.json' -exec cp --parents {} "$OLDPWD/.carry/src/" \;)
 
 cp "$build/wsbench" .carry/
 find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -exec cp {} .carry/tests/ \;
