@@ -16,6 +16,11 @@
 #include "tests/support/test_support.hpp"
 #include "tests/support/wait_until.hpp"
 
+#if __has_include("tests/support/protocol_fixtures.hpp")
+#include "tests/support/protocol_fixtures.hpp"
+#define WSBENCH_HAVE_PROTOCOL_FIXTURES 1
+#endif
+
 namespace wsb {
 namespace {
 
@@ -423,6 +428,42 @@ TEST_F(VllmProtocol, PauseAndResumeAnswerAsVllm) {
   EXPECT_EQ(health.body, "");
 }
 
+
+#ifdef WSBENCH_HAVE_PROTOCOL_FIXTURES
+// Every request the table builds conforms to the recorded vLLM fixtures: body fields, types, enums and required
+// fields; query parameters declared with their values in range.
+TEST_F(VllmProtocol, EveryRequestConformsToTheRecordedFixtures) {
+  std::vector<HttpRequest> requests{protocol_->generate(probe()), protocol_->weight_version(), *protocol_->checksums(),
+                                    protocol_->health()};
+  for (PauseMode mode : protocol_->pause_modes()) {
+    for (const CommitCall& c : protocol_->commit(spec(mode))) requests.push_back(c.request);
+  }
+  for (const HttpRequest& r : requests) {
+    std::string file = r.path.substr(1);
+    std::replace(file.begin(), file.end(), '/', '_');
+    const json fixture = test::load_protocol_fixture("vllm", file);
+    const json methods = fixture.value("methods", json::array({fixture.at("method")}));
+    EXPECT_NE(std::find(methods.begin(), methods.end(), json(r.method)), methods.end()) << r.endpoint();
+    const json table = fixture.value("request", json());
+    if (table.is_null()) {
+      EXPECT_FALSE(r.body.has_value()) << r.endpoint() << " takes no body";
+    } else {
+      ASSERT_TRUE(r.body.has_value()) << r.endpoint();
+      EXPECT_EQ(test::field_violations(table, *r.body), std::vector<std::string>{}) << r.endpoint();
+    }
+    const json query = fixture.value("query", json::object());
+    const json enums = fixture.value("query_enums", json::object());
+    for (const auto& [key, value] : r.query) {
+      EXPECT_TRUE(query.is_object() && query.contains(key)) << r.endpoint() << " query " << key;
+      if (enums.is_object() && enums.contains(key)) {
+        const json& allowed = enums.at(key);
+        EXPECT_NE(std::find(allowed.begin(), allowed.end(), json(value)), allowed.end())
+            << r.endpoint() << " query " << key << "=" << value;
+      }
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace wsb
