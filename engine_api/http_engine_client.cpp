@@ -237,6 +237,8 @@ UpdateSpec HttpEngineClient::update_spec(uint32_t target) const {
   spec.store = std::filesystem::absolute(spec_.options.store);
   spec.mode = spec_.options.sync.mode;
   spec.pause = pause_;
+  spec.tp = spec_.options.tp;
+  spec.bucket_bytes = spec_.options.sync.refit.bucket_bytes;
   spec.base_checkpoint_dir = spec_.boot_checkpoint.empty() ? std::filesystem::path{}
                                                             : std::filesystem::absolute(spec_.boot_checkpoint);
   spec.local_checkpoint_dir = std::filesystem::absolute(spec_.options.workdir) / "engine-checkpoint";
