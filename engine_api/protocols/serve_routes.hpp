@@ -47,6 +47,8 @@ class ServeState {
   uint32_t engine_version_for(const std::optional<std::string>& text);
   /// Records that engine version `engine_version` is served under `text` from now on.
   void set_served(uint32_t engine_version, const WeightVersion& text);
+  /// The engine version served before the last set_served, nullopt before the first.
+  std::optional<uint32_t> previous_served() const;
 
   /// SGLang's model_update_lock (tokenizer_manager.py:654-657, 1767-1776 at modal-projects/sglang@8905cbd42):
   /// /generate holds it shared to its last output; an update of an unpaused server takes it exclusively (it
@@ -56,6 +58,9 @@ class ServeState {
   /// The pause mode of a /pause_generation in effect, or nullopt (SGLang's is_pause).
   std::optional<PauseMode> pause_mode() const;
   void set_pause_mode(std::optional<PauseMode> mode);
+
+  /// `wsbench serve --fault version-backwards` only: runs on every generate answer before it is sent.
+  std::function<void(GenerateResult&)> on_generate;
 
   void record_prepare(const PrepareReport& report);
   void record_commit(const CommitReport& report);
@@ -68,6 +73,7 @@ class ServeState {
   mutable std::mutex mu_;  // guards the members below
   std::map<uint32_t, WeightVersion> texts_;
   uint32_t served_engine_version_ = 0;
+  std::optional<uint32_t> previous_served_;
   uint32_t highest_engine_version_ = 0;
   std::optional<PauseMode> pause_mode_;
   LastUpdate last_;

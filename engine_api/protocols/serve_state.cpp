@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/errors.hpp"
 #include "engine_api/protocols/factories.hpp"
 
@@ -37,8 +39,14 @@ uint32_t ServeState::engine_version_for(const std::optional<std::string>& text) 
 void ServeState::set_served(uint32_t engine_version, const WeightVersion& text) {
   std::lock_guard lock(mu_);
   texts_[engine_version] = text;
+  previous_served_ = served_engine_version_;
   served_engine_version_ = engine_version;
   highest_engine_version_ = std::max(highest_engine_version_, engine_version);
+}
+
+std::optional<uint32_t> ServeState::previous_served() const {
+  std::lock_guard lock(mu_);
+  return previous_served_;
 }
 
 std::optional<PauseMode> ServeState::pause_mode() const {
@@ -90,6 +98,7 @@ GenerateResult serve_generate(ServeState& state, const GenerateRequest& request)
   result.response = state.engine().generate(request);
   result.version = state.version_text(result.response.weight_version);
   for (uint32_t v : result.response.token_versions) result.token_versions.push_back(state.version_text(v));
+  if (state.on_generate) state.on_generate(result);
   return result;
 }
 
