@@ -220,10 +220,11 @@ class VllmProtocol final : public Protocol {
 
   HttpRequest weight_version() const override { return HttpRequest{"GET", "/weight_info", {}, std::nullopt}; }
 
-  /// {"weight_version": str}; null (no version set since boot) reads as a version without a number.
+  /// {"weight_version": str | null}. null (no version set since boot) reads as "default", the name wsbench gives a
+  /// server's boot version.
   WeightVersion parse_weight_version(const json& reply) const override {
     const json& j = wire::field(reply, "weight_version", "GET /weight_info");
-    if (j.is_null()) return WeightVersion::parse("");
+    if (j.is_null()) return WeightVersion::parse("default");
     return WeightVersion::from_json(j, "GET /weight_info: field 'weight_version'");
   }
 

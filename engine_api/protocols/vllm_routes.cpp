@@ -269,9 +269,11 @@ HttpReply update_weight_version(Server& server, const HttpRequest& request) {
   return json_reply(200, json{{"success", true}, {"new_version", text}});
 }
 
-// GET /weight_info (0100a21:vllm/entrypoints/serve/dev/rlhf/api_router.py:224-227).
+// GET /weight_info (0100a21:vllm/entrypoints/serve/dev/rlhf/api_router.py:224-227): null until a version was set,
+// which is how a server booted without --weight-version ("default") answers.
 HttpReply weight_info(Server& server, const HttpRequest&) {
-  return json_reply(200, json{{"weight_version", server.state.served_version().text}});
+  const WeightVersion served = server.state.served_version();
+  return json_reply(200, json{{"weight_version", served.is_default() ? json() : json(served.text)}});
 }
 
 // POST /reset_prefix_cache (09cb327:vllm/entrypoints/serve/cache/api_router.py:22-46): the embedded engine keeps no

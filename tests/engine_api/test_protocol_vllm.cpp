@@ -123,13 +123,19 @@ class VllmProtocol : public ::testing::Test {
 
   int checksums_status_while_paused() { return call(*protocol_->checksums()).status; }
 
-  /// A fresh engine natively loaded at `version`: its storage checksums and the fingerprints of `requests`.
+  /// A fresh engine natively loaded at `version`: its storage checksums and the fingerprints of `requests`, taken
+  /// over the text as a server sends it.
   std::pair<std::vector<std::map<std::string, std::string>>, std::vector<std::string>> native(
       uint32_t version, const std::vector<GenerateRequest>& requests) {
     Engine engine(options("native-" + std::to_string(version)));
     engine.load_native(version == 0 ? boot() : materialize(version), version);
     std::vector<std::string> prints;
-    for (const auto& r : requests) prints.push_back(fingerprint(engine.generate(r)));
+    for (const auto& r : requests) {
+      GenerateResponse response = engine.generate(r);
+      // As a server sends it: bytes that are not UTF-8 arrive as U+FFFD (json_reply).
+      response.text = json::parse(json_reply(200, json(response.text)).body).get<std::string>();
+      prints.push_back(fingerprint(response));
+    }
     return {engine.storage_checksums(), prints};
   }
 
@@ -407,6 +413,23 @@ TEST_F(VllmProtocol, RefusalsCarryVllmStatusAndErrorShape) {
   EXPECT_TRUE(engine_->healthy());
   EXPECT_EQ(checksums().ranks, before);
   EXPECT_TRUE(version().is(0));
+}
+
+TEST_F(VllmProtocol, AServerBootedWithoutAVersionReportsNullUntilOneIsSet) {
+  ServeState state(*engine_, WeightVersion::parse("default"), boot(), dir_ / "serve-default");
+  const std::vector<Route> routes = vllm_routes(state);
+  const auto answer = [&](const HttpRequest& r) {
+    for (const Route& route : routes) {
+      if (route.method == r.method && route.path == r.path) return route.handler(r);
+    }
+    ADD_FAILURE() << "no route for " << r.endpoint();
+    return HttpReply{};
+  };
+  const json reply = json::parse(answer(protocol_->weight_version()).body);
+  EXPECT_EQ(reply, (json{{"weight_version", nullptr}}));
+  EXPECT_TRUE(protocol_->parse_weight_version(reply).is_default());
+  answer(HttpRequest{"POST", "/update_weight_version", {}, json{{"new_version", "0"}}});
+  EXPECT_EQ(json::parse(answer(protocol_->weight_version()).body), (json{{"weight_version", "0"}}));
 }
 
 TEST_F(VllmProtocol, PauseAndResumeAnswerAsVllm) {
