@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "core/phase_log.hpp"
 #include "engine/engine.hpp"
 #include "engine_api/protocols/factories.hpp"
 #include "engine_api/protocols/vllm_wire.hpp"
@@ -308,8 +309,10 @@ TEST_F(VllmProtocol, WaitDrainsThenHoldsNewRequestsForTheTarget) {
   auto long_request = start_long(tokens);
   const auto calls = protocol_->commit(spec(PauseMode::Drain));
   run(calls, CallRole::Pause);  // returns once the request in flight finished
-  ASSERT_EQ(long_request.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  const double paused_at = steady_seconds();
   const GenerateResult drained = long_request.get();
+  ASSERT_FALSE(drained.response.step_times.empty());
+  EXPECT_LT(drained.response.step_times.back(), paused_at) << "a decode step after /pause?mode=wait returned";
   EXPECT_EQ(drained.response.finish_reason, "length");
   EXPECT_EQ(fingerprint(drained.response), v0_prints[0]);
   for (const auto& v : drained.token_versions) EXPECT_EQ(v.text, "0");
