@@ -48,22 +48,29 @@ void expect_well_formed_table(const json& table, const std::string& where) {
       EXPECT_NE(parent_type.find(array_child ? "array" : "object"), std::string::npos) << where << ": " << item.key();
     }
   }
-  for (const auto& r : table.value("required", json::array())) {
+  const json required = table.value("required", json::array());
+  for (const auto& r : required) {
     EXPECT_TRUE(table.at("fields").contains(r.get<std::string>())) << where << ": required " << r;
   }
-  for (const auto& e : table.value("enums", json::object()).items()) {
+  const json enums = table.value("enums", json::object());
+  for (const auto& e : enums.items()) {
     EXPECT_TRUE(table.at("fields").contains(e.key())) << where << ": enum " << e.key();
     EXPECT_TRUE(e.value().is_array() && !e.value().empty()) << where << ": enum " << e.key();
   }
-  for (const auto& o : table.value("open", json::array())) {
+  const json open = table.value("open", json::array());
+  for (const auto& o : open) {
     const std::string path = o.get<std::string>();
     EXPECT_TRUE(path.empty() || table.at("fields").contains(path)) << where << ": open " << path;
   }
-  for (const auto& d : table.value("defaults", json::object()).items()) {
+  const json defaults = table.value("defaults", json::object());
+  for (const auto& d : defaults.items()) {
     EXPECT_TRUE(table.at("fields").contains(d.key())) << where << ": default " << d.key();
   }
-  for (const auto& group : table.value("one_of", json::array())) {
-    for (const auto& name : group) EXPECT_TRUE(table.at("fields").contains(name.get<std::string>())) << where;
+  const json one_of = table.value("one_of", json::array());
+  for (const auto& group : one_of) {
+    for (const auto& name : group) {
+      EXPECT_TRUE(table.at("fields").contains(name.get<std::string>())) << where;
+    }
   }
   if (table.contains("example")) {
     EXPECT_EQ(field_violations(table, table.at("example")), std::vector<std::string>{}) << where << " example";
@@ -88,8 +95,12 @@ void expect_well_formed_reply(const json& reply, const std::string& where, bool 
     EXPECT_EQ(reply.at("content_type"), "text/plain") << where;
     EXPECT_TRUE(reply.at("example_text").is_string()) << where;
   }
-  if (reply.contains("example")) EXPECT_EQ(reply.at("content_type"), "application/json") << where;
-  if (reply.value("empty", false)) EXPECT_TRUE(reply.at("content_type").is_null()) << where;
+  if (reply.contains("example")) {
+    EXPECT_EQ(reply.at("content_type"), "application/json") << where;
+  }
+  if (reply.value("empty", false)) {
+    EXPECT_TRUE(reply.at("content_type").is_null()) << where;
+  }
   if (reply.contains("fields")) expect_well_formed_table(reply, where);
 }
 
@@ -136,7 +147,9 @@ TEST(ProtocolFixtureTables, EveryFixtureIsWellFormedAndItsExamplesConform) {
       ASSERT_TRUE(fx.is_object()) << where;
 
       ASSERT_TRUE(fx.contains("source") && fx.at("source").is_array() && !fx.at("source").empty()) << where;
-      for (const auto& s : fx.at("source")) EXPECT_TRUE(s.is_string() && !s.get<std::string>().empty()) << where;
+      for (const auto& s : fx.at("source")) {
+        EXPECT_TRUE(s.is_string() && !s.get<std::string>().empty()) << where;
+      }
 
       ASSERT_TRUE(fx.contains("method") && fx.at("method").is_string()) << where;
       const std::string method = fx.at("method").get<std::string>();
@@ -168,7 +181,8 @@ TEST(ProtocolFixtureTables, EveryFixtureIsWellFormedAndItsExamplesConform) {
 
       ASSERT_TRUE(fx.contains("response")) << where;
       expect_well_formed_reply(fx.at("response"), where + " response", false);
-      for (const auto& e : fx.value("errors", json::array())) expect_well_formed_reply(e, where + " error", true);
+      const json errors = fx.value("errors", json::array());
+      for (const auto& e : errors) expect_well_formed_reply(e, where + " error", true);
       ++checked;
     }
   }
