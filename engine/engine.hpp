@@ -25,6 +25,7 @@
 #include "core/pause_mode.hpp"
 #include "core/phase_log.hpp"
 #include "models/forward/forward.hpp"
+#include "models/layout/tp_layout.hpp"
 #include "modes/sync/sync_mode.hpp"
 #include "modes/sync/sync_state.hpp"
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <thread>
 
@@ -56,11 +58,16 @@ std::vector<std::string> default_serve_command(const EngineLaunch& launch) {
 std::vector<std::string> server_command(const EngineLaunch& launch, const std::filesystem::path& checkpoint_dir,
                                         uint32_t version, int port) {
   const auto& spec = launch.server;
+  // A server whose protocol does not prepare (its commit reloads what the harness materialized) runs no sync mode
+  // of its own: wsbench serve gets disk mode, whose state the reload never touches.
+  const SyncModeKind served_mode = make_protocol(launch.protocol)->server_prepares(launch.options.sync.mode)
+                                       ? launch.options.sync.mode
+                                       : SyncModeKind::Disk;
   const std::vector<std::pair<std::string, std::string>> values{
       {"{self}", spec.self.string()},
       {"{profiles}", std::filesystem::absolute(spec.profiles_dir).string()},
       {"{model}", std::string(base_profile_id(launch.options.profile.id))},  // the scale travels as {layers}, {experts}
-      {"{mode}", name_of(launch.options.sync.mode)},
+      {"{mode}", name_of(served_mode)},
       {"{commit_strategy}", name_of(launch.options.sync.cpu.commit_strategy)},
       {"{protocol}", launch.protocol},
       {"{tp}", std::to_string(launch.options.tp)},
@@ -237,6 +244,8 @@ UpdateSpec HttpEngineClient::update_spec(uint32_t target) const {
   spec.store = std::filesystem::absolute(spec_.options.store);
   spec.mode = spec_.options.sync.mode;
   spec.pause = pause_;
+  spec.tp = spec_.options.tp;
+  spec.bucket_bytes = spec_.options.sync.refit.bucket_bytes;
   spec.base_checkpoint_dir = spec_.boot_checkpoint.empty() ? std::filesystem::path{}
                                                             : std::filesystem::absolute(spec_.boot_checkpoint);
   spec.local_checkpoint_dir = std::filesystem::absolute(spec_.options.workdir) / "engine-checkpoint";

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/errors.hpp"
 #include "engine_api/protocols/protocol.hpp"
 
 namespace wsb {

@@ -63,6 +63,8 @@ struct UpdateSpec {
   std::filesystem::path base_checkpoint_dir;
   SyncModeKind mode = SyncModeKind::Disk;
   PauseMode pause = PauseMode::Drain;
+  int tp = 1;                 ///< TP ranks of the engine (a tensor payload list has one entry per rank)
+  uint64_t bucket_bytes = 0;  ///< refit: most payload bytes in one request (the cell's bucket_bytes)
 };
 
 /// The role of one call of a commit sequence: pause calls run first, then the commit calls, then the continue
