@@ -17,15 +17,19 @@
 
 #include "core/errors.hpp"
 
-// Format facts below cite CPython's Lib/pickle.py (opcode values, the same in Modules/_pickle.c) and torch 2.11's
-// sources as the header does; the C pickler's framing and memo rules are those of Modules/_pickle.c (save,
-// _Pickler_OpcodeBoundary, _Pickler_CommitFrame, _Pickler_write_bytes, save_long, batch_list_exact) and are pinned
-// by the golden payloads in tests/fixtures/protocols/sglang/, written by CPython itself.
+// Format facts not cited in the header: CPython 3.12 (python/cpython@v3.12.3). Opcodes: Lib/pickle.py's table
+// (PROTO :152, BINGET :132, BINBYTES :169-170, SHORT_BINUNICODE :174, STACK_GLOBAL :181, MEMOIZE :182, FRAME :183).
+// Framing: _FRAME_SIZE_MIN 4 and _FRAME_SIZE_TARGET 64 KiB (:196-197), a frame committed at the start of every
+// save() once it reached the target (:211, :529-530), payloads of the target size or more written outside frames
+// (:241 write_large_bytes); integers by save_long (:745) and encode_long (:348); list items in batches of 1000
+// (:930-932); globals at protocol 4 as two memoized strings and STACK_GLOBAL (:1048 save_global); MEMOIZE stores
+// at len(memo) (:1648). pickle.dumps runs the C pickler, Modules/_pickle.c, which follows the same rules (save,
+// _Pickler_OpcodeBoundary, _Pickler_CommitFrame, _Pickler_write_bytes, batch_list_exact); the golden payloads of
+// tests/fixtures/protocols/sglang/, written by it, pin them byte for byte.
 
 namespace wsb::torch_pickle {
 namespace {
 
-// Opcode values: Lib/pickle.py, "Pickle opcodes".
 enum Op : uint8_t {
   MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I', BININT = 'J',
   BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P', BINPERSID = 'Q', REDUCE = 'R',

@@ -1,39 +1,52 @@
 #pragma once
-// The tensor payload of SGLang's `POST /update_weights_from_tensor`: each entry of `serialized_named_tensors` is the
-// base64 of a pickle of a Python list of `(name: str, tensor: torch.Tensor)` tuples, which the engine loads with
-// `MultiprocessingSerializer.deserialize` = base64 decode + `SafeUnpickler(...).load()`
-// (modal-projects/sglang@8905cbd42:python/sglang/srt/utils/common.py:2678-2692, entry r read by TP rank r in
-// python/sglang/srt/managers/tp_worker.py:176-183, the field in python/sglang/srt/managers/io_struct.py:1596).
+// The tensor payload of SGLang's `POST /update_weights_from_tensor`: each entry of `serialized_named_tensors`
+// (modal-projects/sglang@8905cbd42:python/sglang/srt/managers/io_struct.py:1596) is read by TP rank r
+// (python/sglang/srt/managers/tp_worker.py:176-183) with `MultiprocessingSerializer.deserialize` = base64 decode
+// (`validate=True`) + `SafeUnpickler(io.BytesIO(data)).load()` (python/sglang/srt/utils/common.py:2677-2692), and
+// with load_format None or "direct" it is a list of `(name, tensor)` tuples handed to the model's load_weights
+// (python/sglang/srt/model_executor/model_runner_components/weight_updater.py:276-305; CPU tensors are moved to the
+// GPU there, :363-366).
 //
 // The representation, written by encode and read by decode, is what torch itself pickles for a contiguous CPU tensor
-// (`pickle.dumps(tensor, protocol=4)`, torch 2.11 as seen in its output; sources cite pytorch/pytorch@v2.11.0):
+// with plain `pickle.dumps(..., protocol=4)`. Sources: torch 2.11.0 (pytorch/pytorch@v2.11.0, line numbers of the
+// 2.11.0 wheel's sources), CPython 3.12 (python/cpython@v3.12.3:Lib/pickle.py):
 //
-//   torch._utils._rebuild_tensor_v2(                               torch/_tensor.py, Tensor._reduce_ex_internal
-//       torch.storage._load_from_bytes(LEGACY),                    torch/storage.py, TypedStorage.__reduce__
-//       0, size, stride, False, collections.OrderedDict())
+//   torch._utils._rebuild_tensor_v2(                  torch/_tensor.py:323-546 Tensor._reduce_ex_internal, :514
+//       torch.storage._load_from_bytes(LEGACY),       torch/storage.py:1247-1250 TypedStorage.__reduce__
+//       0, size, stride, False, collections.OrderedDict())     torch/_tensor.py:330, :530-537; torch/_utils.py:227
 //
-// where LEGACY is `torch.save(storage, _use_new_zipfile_serialization=False)` (torch/serialization.py, _legacy_save):
-// five pickles at protocol 2 (MAGIC_NUMBER 0x1950a86a20f9469cfc6c, PROTOCOL_VERSION 1001, the sys_info dict, the
-// storage as persistent id ("storage", torch.<Type>Storage, key, "cpu", numel, None), the key list) followed by the
-// element count as little-endian int64 and the raw bytes (torch/csrc/serialization.cpp, THPStorage_writeFileRaw).
-// For the dtypes in torch.storage._new_dtypes() (float8_*, uint16/32/64) torch uses
-// `_rebuild_tensor_v3(storage, 0, size, stride, False, OrderedDict(), torch.<dtype>)` and names the storage
-// `torch.storage.UntypedStorage`, which torch 2.11's own `_legacy_load` cannot read back (it asks the storage type
-// for `.dtype`; AttributeError, seen with torch 2.11.0+cu130). encode therefore names `torch.ByteStorage` there
-// (element size 1, numel = byte count), which `_legacy_load` reads and `_rebuild_tensor_v3` reinterprets as the dtype.
+// LEGACY is `torch.save(storage, f, _use_new_zipfile_serialization=False)` (torch/serialization.py:1022-1181
+// _legacy_save): five pickles at protocol 2 (DEFAULT_PROTOCOL, :59) - MAGIC_NUMBER 0x1950a86a20f9469cfc6c and
+// PROTOCOL_VERSION 1001 (:65-66), sys_info {protocol_version, little_endian, type_sizes {short: 2, int: 4, long: 4}}
+// (:1150-1158; the sizes are struct's standard "=h", "=i", "=l", :61-63), the storage as the persistent id
+// ("storage", torch.<Type>Storage, key, "cpu", numel, None) (:1139-1146, key str(storage._cdata) :1099), the sorted
+// key list (:1174-1175) - then per storage its element count as little-endian int64 and its raw bytes
+// (storage._write_file, :1179; torch/csrc/serialization.cpp THPStorage_writeFileRaw with save_size). `_legacy_load`
+// (:1625-1888) reads it back: the persistent id's storage type gives the dtype (:1785-1787), the count and bytes
+// follow the key list (:1867-1882).
 //
-// Why SGLang accepts it: SafeUnpickler.find_class admits a global when `module + "."` starts with an allowed prefix
-// (common.py:2728-2797); every global of the outer pickle is under "torch." (torch._utils, torch.storage, torch for
-// dtypes) or "collections.", and none is in DENY_CLASSES (common.py:2771-2781). `_load_from_bytes` then runs
-// `torch.load(io.BytesIO(b), weights_only=False)` on LEGACY with torch's own unpickler. The payload is all bytes: no
-// shared memory, file descriptor or live sender is involved, so it crosses hosts and containers.
+// For the dtypes of torch.storage._new_dtypes() (torch/storage.py:539-558: float8_*, uint16/32/64) torch writes
+// `_rebuild_tensor_v3(storage, 0, size, stride, False, OrderedDict(), torch.<dtype>)` (torch/_tensor.py:507-540,
+// torch/_utils.py:250-266) over an untyped storage named `torch.storage.UntypedStorage`, which its own
+// `_legacy_load` cannot read back: `storage_type.dtype` (serialization.py:1787) raises AttributeError for
+// UntypedStorage (seen with torch 2.11.0+cu130). encode names `torch.ByteStorage` there instead (element size 1,
+// numel = byte count); `_legacy_load` reads it and `_rebuild_tensor_v3` sets the dtype on its bytes
+// (torch/_utils.py:266). tests/interop/torch_pickle_check.py loads every dtype this way with torch 2.11.
 //
-// Real `MultiprocessingSerializer.serialize` output is `ForkingPickler` with torch.multiprocessing's reducers: a CPU
-// tensor becomes `rebuild_tensor(torch.Tensor, rebuild_typed_storage(rebuild_storage_fd(...) or
-// rebuild_storage_filename(...), dtype), metadata)` (torch/multiprocessing/reductions.py, reduce_tensor /
-// reduce_storage), which names a file descriptor or a shared-memory file of the sending process. decode refuses
-// those globals by name; it accepts the one self-contained ForkingPickler form, `rebuild_storage_empty` of a tensor
-// with no elements.
+// Why SGLang accepts it: SafeUnpickler.find_class (common.py:2783-2800) admits a global when `module + "."` starts
+// with one of ALLOWED_MODULE_PREFIXES (:2729-2769) and it is not in DENY_CLASSES (:2771-2781); every global of the
+// outer pickle is in "torch." (torch._utils, torch.storage, the torch module for dtypes) or "collections.".
+// `_load_from_bytes` then runs `torch.load(io.BytesIO(b), weights_only=False)` (torch/storage.py:534-535) with
+// torch's own unpickler. The payload is all bytes: no shared memory, file descriptor or live sender, so it crosses
+// processes, hosts and containers.
+//
+// Real `MultiprocessingSerializer.serialize` output (`ForkingPickler(buf).dump(obj)`, common.py:2665-2669) is not
+// self-contained: importing torch registers torch.multiprocessing's reducers (torch/__init__.py:2291,
+// torch/multiprocessing/__init__.py:105, reductions.py:625), so a CPU tensor becomes `rebuild_tensor(torch.Tensor,
+// rebuild_typed_storage(rebuild_storage_fd(...) | rebuild_storage_filename(...), dtype), metadata)`
+// (torch/multiprocessing/reductions.py:222-399, :579, :592-622), naming a file descriptor passed through the
+// sender's resource sharer or a shared-memory file. decode refuses those globals by name; it accepts ForkingPickler's
+// one self-contained form, `rebuild_storage_empty` (:570, :613) for a tensor without elements.
 #include <cstdint>
 #include <span>
 #include <string>
