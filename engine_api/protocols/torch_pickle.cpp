@@ -1,5 +1,7 @@
 #include "engine_api/protocols/torch_pickle.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -11,9 +13,6 @@
 #include <optional>
 #include <unordered_map>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 
@@ -30,6 +29,7 @@
 namespace wsb::torch_pickle {
 namespace {
 
+// clang-format off
 enum Op : uint8_t {
   MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I', BININT = 'J',
   BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P', BINPERSID = 'Q', REDUCE = 'R',
@@ -57,7 +57,8 @@ const char* op_name(uint8_t op) {
     case GLOBAL: return "GLOBAL"; case DICT: return "DICT"; case EMPTY_DICT: return "EMPTY_DICT";
     case APPENDS: return "APPENDS"; case GET: return "GET"; case BINGET: return "BINGET"; case INST: return "INST";
     case LONG_BINGET: return "LONG_BINGET"; case LIST: return "LIST"; case EMPTY_LIST: return "EMPTY_LIST";
-    case OBJ: return "OBJ"; case PUT: return "PUT"; case BINPUT: return "BINPUT"; case LONG_BINPUT: return "LONG_BINPUT";
+    case OBJ: return "OBJ"; case PUT: return "PUT"; case BINPUT: return "BINPUT";
+    case LONG_BINPUT: return "LONG_BINPUT";
     case SETITEM: return "SETITEM"; case TUPLE: return "TUPLE"; case EMPTY_TUPLE: return "EMPTY_TUPLE";
     case SETITEMS: return "SETITEMS"; case BINFLOAT: return "BINFLOAT"; case PROTO: return "PROTO";
     case NEWOBJ: return "NEWOBJ"; case EXT1: return "EXT1"; case EXT2: return "EXT2"; case EXT4: return "EXT4";
@@ -72,6 +73,7 @@ const char* op_name(uint8_t op) {
     default: return nullptr;
   }
 }
+// clang-format on
 
 // torch dtypes by their attribute name on the torch module (what torch.dtype.__reduce__ returns), with the legacy
 // storage class of torch/storage.py `_dtype_to_storage_type_map`; an empty class marks torch.storage._new_dtypes(),
@@ -82,14 +84,22 @@ struct TorchDType {
   std::string_view legacy_storage;
 };
 constexpr std::array<TorchDType, 16> kTorchDTypes{{
-    {DType::BOOL, "bool", "BoolStorage"},        {DType::U8, "uint8", "ByteStorage"},
-    {DType::I8, "int8", "CharStorage"},          {DType::I16, "int16", "ShortStorage"},
-    {DType::I32, "int32", "IntStorage"},         {DType::I64, "int64", "LongStorage"},
-    {DType::F16, "float16", "HalfStorage"},      {DType::BF16, "bfloat16", "BFloat16Storage"},
-    {DType::F32, "float32", "FloatStorage"},     {DType::F64, "float64", "DoubleStorage"},
-    {DType::U16, "uint16", ""},                  {DType::U32, "uint32", ""},
-    {DType::U64, "uint64", ""},                  {DType::F8_E4M3, "float8_e4m3fn", ""},
-    {DType::F8_E5M2, "float8_e5m2", ""},         {DType::F8_E8M0, "float8_e8m0fnu", ""},
+    {DType::BOOL, "bool", "BoolStorage"},
+    {DType::U8, "uint8", "ByteStorage"},
+    {DType::I8, "int8", "CharStorage"},
+    {DType::I16, "int16", "ShortStorage"},
+    {DType::I32, "int32", "IntStorage"},
+    {DType::I64, "int64", "LongStorage"},
+    {DType::F16, "float16", "HalfStorage"},
+    {DType::BF16, "bfloat16", "BFloat16Storage"},
+    {DType::F32, "float32", "FloatStorage"},
+    {DType::F64, "float64", "DoubleStorage"},
+    {DType::U16, "uint16", ""},
+    {DType::U32, "uint32", ""},
+    {DType::U64, "uint64", ""},
+    {DType::F8_E4M3, "float8_e4m3fn", ""},
+    {DType::F8_E5M2, "float8_e5m2", ""},
+    {DType::F8_E8M0, "float8_e8m0fnu", ""},
 }};
 
 const TorchDType& torch_dtype(DType dtype) {
@@ -110,11 +120,21 @@ bool valid_utf8(std::string_view s) {
     const auto c = static_cast<uint8_t>(s[i]);
     size_t n = 0;
     uint32_t cp = 0;
-    if (c < 0x80) { ++i; continue; }
-    if ((c & 0xe0) == 0xc0) { n = 1; cp = c & 0x1f; }
-    else if ((c & 0xf0) == 0xe0) { n = 2; cp = c & 0x0f; }
-    else if ((c & 0xf8) == 0xf0) { n = 3; cp = c & 0x07; }
-    else return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xe0) == 0xc0) {
+      n = 1;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3;
+      cp = c & 0x07;
+    } else
+      return false;
     if (n >= s.size() - i) return false;
     for (size_t k = 1; k <= n; ++k) {
       const auto cc = static_cast<uint8_t>(s[i + k]);
@@ -149,9 +169,7 @@ std::optional<uint64_t> checked_numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::string shape_text(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ", "));
-}
+std::string shape_text(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Writer
@@ -416,7 +434,8 @@ std::string legacy_storage_pickles(std::string_view storage_class, int64_t numel
   s += "Ntq\x04Q.";
   s += std::string("\x80\x02]q\x00", 5);
   append_binunicode(s, "0");
-  s += "q\x01" "a.";  // split: "\x01a" would read as one hex escape
+  s += "q\x01"
+       "a.";  // split: "\x01a" would read as one hex escape
   put_le(s, static_cast<uint64_t>(numel), 8);
   return s;
 }
@@ -508,8 +527,19 @@ std::string encode(const std::vector<NamedTensor>& tensors) {
 namespace {
 
 enum class Fn {
-  RebuildTensorV2, RebuildTensorV3, RebuildParameter, LoadFromBytes, OrderedDict, Size, TensorClass,
-  ParameterClass, UntypedStorageClass, MpRebuildTensor, MpRebuildTypedStorage, MpRebuildStorageEmpty, DTypeObj,
+  RebuildTensorV2,
+  RebuildTensorV3,
+  RebuildParameter,
+  LoadFromBytes,
+  OrderedDict,
+  Size,
+  TensorClass,
+  ParameterClass,
+  UntypedStorageClass,
+  MpRebuildTensor,
+  MpRebuildTypedStorage,
+  MpRebuildStorageEmpty,
+  DTypeObj,
   LegacyStorageClass,
 };
 
@@ -531,29 +561,43 @@ struct Value {
   Kind kind = Kind::None;
   bool b = false;
   int64_t i = 0;
-  std::string s;            // Str; BigInt: its little-endian bytes; Global: "module.name"
-  std::string_view bytes;   // Bytes: a view into the decoded input
-  std::vector<Ref> items;   // Tuple, List; Dict: key, value, key, value...
-  Fn fn{};                  // Global
-  DType dtype{};            // Global DTypeObj / LegacyStorageClass
+  std::string s;           // Str; BigInt: its little-endian bytes; Global: "module.name"
+  std::string_view bytes;  // Bytes: a view into the decoded input
+  std::vector<Ref> items;  // Tuple, List; Dict: key, value, key, value...
+  Fn fn{};                 // Global
+  DType dtype{};           // Global DTypeObj / LegacyStorageClass
   Storage storage;
-  NamedTensor tensor;       // its name unused
+  NamedTensor tensor;  // its name unused
 };
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::None: return "None"; case Kind::Bool: return "bool"; case Kind::Int: return "int";
-    case Kind::BigInt: return "int"; case Kind::Str: return "str"; case Kind::Bytes: return "bytes";
-    case Kind::Tuple: return "tuple"; case Kind::List: return "list"; case Kind::Dict: return "dict";
-    case Kind::Global: return "global"; case Kind::Storage: return "storage"; case Kind::Tensor: return "tensor";
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return "bool";
+    case Kind::Int:
+      return "int";
+    case Kind::BigInt:
+      return "int";
+    case Kind::Str:
+      return "str";
+    case Kind::Bytes:
+      return "bytes";
+    case Kind::Tuple:
+      return "tuple";
+    case Kind::List:
+      return "list";
+    case Kind::Dict:
+      return "dict";
+    case Kind::Global:
+      return "global";
+    case Kind::Storage:
+      return "storage";
+    case Kind::Tensor:
+      return "tensor";
   }
   return "?";
-}
-
-Ref make(Kind k) {
-  auto v = std::make_shared<Value>();
-  v->kind = k;
-  return v;
 }
 
 constexpr std::string_view kSelfContained =
@@ -563,12 +607,19 @@ constexpr std::string_view kSelfContained =
 // Where the reader is: the outer payload, or one `_load_from_bytes` payload inside it.
 struct Context {
   bool legacy = false;
-  size_t outer_offset = 0;  // the offset of the bytes opcode that holds a legacy payload
+  size_t outer_offset = 0;  // where the legacy payload starts in the outer pickle
 };
 
 class Reader {
  public:
   Reader(std::string_view data, Context ctx) : data_(data), ctx_(ctx) {}
+  // The memo lets a pickle put a list into itself; such cycles of shared_ptr would outlive the reader, so every value
+  // it made drops its items here.
+  ~Reader() {
+    for (const auto& v : made_) v->items.clear();
+  }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
   // One pickle from `pos` to its STOP; returns the value and leaves pos after STOP.
   Ref load();
@@ -576,8 +627,9 @@ class Reader {
 
   [[noreturn]] void fail(size_t at, const std::string& msg) const {
     if (ctx_.legacy) {
-      throw Error(ErrorKind::Format, fmt::format("torch pickle: _load_from_bytes payload at offset {}, inner offset {}: {}",
-                                                 ctx_.outer_offset, at, msg));
+      throw Error(ErrorKind::Format,
+                  fmt::format("torch pickle: _load_from_bytes payload at offset {}, inner offset {}: {}",
+                              ctx_.outer_offset, at, msg));
     }
     throw Error(ErrorKind::Format, fmt::format("torch pickle: offset {}: {}", at, msg));
   }
@@ -639,8 +691,16 @@ class Reader {
   Ref rebuild(const Storage& st, DType dtype, const Value& offset, const Value& size, const Value& stride, size_t at,
               std::string_view what);
 
+  Ref make(Kind k) {
+    auto v = std::make_shared<Value>();
+    v->kind = k;
+    made_.push_back(v);
+    return v;
+  }
+
   std::string_view data_;
   Context ctx_;
+  std::vector<Ref> made_;
   size_t pos_ = 0;
   size_t frame_end_ = 0;
   std::vector<Ref> stack_;
@@ -667,10 +727,11 @@ Ref Reader::resolve_global(std::string_view module, std::string_view name, size_
       }
     }
     if (module == "torch.storage" && name == "UntypedStorage") {
-      fail(at, "global torch.storage.UntypedStorage: torch 2.11's _legacy_load reads the storage type's dtype, "
-               "which UntypedStorage lacks, so torch (and SGLang) cannot load this payload (plain pickle.dumps of a "
-               "float8 / uint16 / uint32 / uint64 tensor); send the storage as torch.ByteStorage, as "
-               "wsb::torch_pickle::encode does");
+      fail(at,
+           "global torch.storage.UntypedStorage: torch 2.11's _legacy_load reads the storage type's dtype, "
+           "which UntypedStorage lacks, so torch (and SGLang) cannot load this payload (plain pickle.dumps of a "
+           "float8 / uint16 / uint32 / uint64 tensor); send the storage as torch.ByteStorage, as "
+           "wsb::torch_pickle::encode does");
     }
     fail(at, fmt::format("global {} is not allowed in a _load_from_bytes payload (only torch.<Type>Storage)", g->s));
   }
@@ -702,11 +763,10 @@ Ref Reader::resolve_global(std::string_view module, std::string_view name, size_
   // memory (reduce_storage: _share_fd_cpu_ / _share_filename_cpu_; reduce_tensor: CUDA IPC handles).
   if (module == "torch.multiprocessing.reductions" || module == "multiprocessing.resource_sharer" ||
       module == "multiprocessing.reduction") {
-    const std::string_view what = name == "rebuild_storage_fd"         ? "a file descriptor"
-                                  : name == "rebuild_storage_filename" ? "a shared-memory file"
-                                  : name.find("cuda") != std::string_view::npos
-                                      ? "a CUDA IPC handle"
-                                      : "shared memory or a file descriptor";
+    const std::string_view what = name == "rebuild_storage_fd"                  ? "a file descriptor"
+                                  : name == "rebuild_storage_filename"          ? "a shared-memory file"
+                                  : name.find("cuda") != std::string_view::npos ? "a CUDA IPC handle"
+                                                                                : "shared memory or a file descriptor";
     fail(at, fmt::format("global {} refers to {} of the sending process; {}", g->s, what, kSelfContained));
   }
   fail(at, fmt::format("global {} is not allowed; {}", g->s, kSelfContained));
@@ -760,6 +820,14 @@ Ref Reader::rebuild(const Storage& st, DType dtype, const Value& offset, const V
   if (overflow || end_byte > st.data.size()) {
     fail(at, fmt::format("{}: view (offset {}, size {}, stride {}) of {} reaches past its {}-byte storage", what,
                          offset.i, shape_text(shape), shape_text(strides), dtype_name(dtype), st.data.size()));
+  }
+  // More elements than the storage holds means a broadcast (stride 0) view; materializing it would let a small
+  // payload demand any amount of memory, and no checkpoint tensor is one.
+  if (total > st.data.size()) {
+    fail(at,
+         fmt::format("{}: view (offset {}, size {}, stride {}) of {} needs {} bytes, more than its {}-byte "
+                     "storage holds (a broadcast view); send tensors contiguous",
+                     what, offset.i, shape_text(shape), shape_text(strides), dtype_name(dtype), total, st.data.size()));
   }
   out->tensor.bytes.resize(total);
   uint8_t* dst = out->tensor.bytes.data();
@@ -816,13 +884,14 @@ Ref Reader::call(const Ref& fn, const Ref& args_ref, size_t at) {
       // metadata=None); _rebuild_tensor_v3(..., backward_hooks, dtype, metadata=None).
       const bool v3 = fn->fn == Fn::RebuildTensorV3;
       const size_t n = v3 ? 7 : 6;
-      const std::string_view expected =
-          v3 ? "storage, int, tuple, tuple, bool, OrderedDict, dtype[, dict]" : "storage, int, tuple, tuple, bool, OrderedDict[, dict]";
+      const std::string_view expected = v3 ? "storage, int, tuple, tuple, bool, OrderedDict, dtype[, dict]"
+                                           : "storage, int, tuple, tuple, bool, OrderedDict[, dict]";
       if ((a.size() != n && a.size() != n + 1) || a[0]->kind != Kind::Storage || a[4]->kind != Kind::Bool ||
           !is_empty_dict(*a[5]) || (v3 && !(a[6]->kind == Kind::Global && a[6]->fn == Fn::DTypeObj))) {
         bad(expected);
       }
-      if (a.size() == n + 1 && !is_empty_dict(*a[n])) fail(at, fmt::format("{}: tensor metadata is not supported", fn->s));
+      if (a.size() == n + 1 && !is_empty_dict(*a[n]))
+        fail(at, fmt::format("{}: tensor metadata is not supported", fn->s));
       const Storage& st = a[0]->storage;
       if (!v3 && !st.typed) fail(at, fmt::format("{} needs a typed storage", fn->s));
       return rebuild(st, v3 ? a[6]->dtype : st.dtype, *a[1], *a[2], *a[3], at, fn->s);
@@ -938,8 +1007,12 @@ Ref Reader::load() {
         stack_.clear();
         return v;
       }
-      case MARK: marks_.push_back(stack_.size()); break;
-      case NONE: stack_.push_back(make(Kind::None)); break;
+      case MARK:
+        marks_.push_back(stack_.size());
+        break;
+      case NONE:
+        stack_.push_back(make(Kind::None));
+        break;
       case NEWTRUE:
       case NEWFALSE: {
         auto v = make(Kind::Bool);
@@ -953,7 +1026,8 @@ Ref Reader::load() {
         const size_t n = o == BININT1 ? 1 : o == BININT2 ? 2 : 4;
         const uint64_t u = take_le(n, at, o);
         auto v = make(Kind::Int);
-        v->i = o == BININT ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(u))) : static_cast<int64_t>(u);
+        v->i = o == BININT ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(u)))
+                           : static_cast<int64_t>(u);
         stack_.push_back(v);
         break;
       }
@@ -993,9 +1067,15 @@ Ref Reader::load() {
         stack_.push_back(v);
         break;
       }
-      case EMPTY_TUPLE: stack_.push_back(make(Kind::Tuple)); break;
-      case EMPTY_LIST: stack_.push_back(make(Kind::List)); break;
-      case EMPTY_DICT: stack_.push_back(make(Kind::Dict)); break;
+      case EMPTY_TUPLE:
+        stack_.push_back(make(Kind::Tuple));
+        break;
+      case EMPTY_LIST:
+        stack_.push_back(make(Kind::List));
+        break;
+      case EMPTY_DICT:
+        stack_.push_back(make(Kind::Dict));
+        break;
       case TUPLE1:
       case TUPLE2:
       case TUPLE3: {
@@ -1089,7 +1169,9 @@ Ref Reader::load() {
         memo_[idx] = top(at, o);
         break;
       }
-      case MEMOIZE: memo_[memo_.size()] = top(at, o); break;  // Lib/pickle.py load_memoize: memo[len(memo)]
+      case MEMOIZE:
+        memo_[memo_.size()] = top(at, o);
+        break;  // Lib/pickle.py load_memoize: memo[len(memo)]
       case BINGET:
       case LONG_BINGET: {
         const uint64_t idx = take_le(o == BINGET ? 1 : 4, at, o);
@@ -1132,7 +1214,8 @@ Storage parse_legacy(std::string_view blob, size_t outer_offset) {
   if (!little) r.fail(sys_at, "sys_info does not say little_endian=True: big-endian storages are not supported");
   const size_t main_at = r.pos();
   Ref storage = r.load();
-  if (storage->kind != Kind::Storage) r.fail(main_at, fmt::format("the saved object is a {}, not a storage", kind_name(storage->kind)));
+  if (storage->kind != Kind::Storage)
+    r.fail(main_at, fmt::format("the saved object is a {}, not a storage", kind_name(storage->kind)));
   const size_t keys_at = r.pos();
   Ref keys = r.load();
   if (keys->kind != Kind::List || keys->items.size() != 1 || keys->items[0]->kind != Kind::Str ||
@@ -1166,8 +1249,8 @@ std::vector<NamedTensor> decode(std::string_view pickle_bytes) {
   Reader r(pickle_bytes, Context{});
   Ref root = r.load();
   if (r.pos() != pickle_bytes.size()) {
-    throw Error(ErrorKind::Format, fmt::format("torch pickle: offset {}: {} byte(s) after STOP",
-                                               r.pos() - 1, pickle_bytes.size() - r.pos()));
+    throw Error(ErrorKind::Format, fmt::format("torch pickle: offset {}: {} byte(s) after STOP", r.pos() - 1,
+                                               pickle_bytes.size() - r.pos()));
   }
   if (root->kind != Kind::List) {
     throw Error(ErrorKind::Format,
@@ -1187,10 +1270,12 @@ std::vector<NamedTensor> decode(std::string_view pickle_bytes) {
       std::string got = kind_name(e.kind);
       if (e.kind == Kind::Tuple) {
         got += "(";
-        for (size_t k = 0; k < e.items.size(); ++k) got += fmt::format("{}{}", k ? ", " : "", kind_name(e.items[k]->kind));
+        for (size_t k = 0; k < e.items.size(); ++k)
+          got += fmt::format("{}{}", k ? ", " : "", kind_name(e.items[k]->kind));
         got += ")";
       }
-      throw Error(ErrorKind::Format, fmt::format("torch pickle: entry {} is of type {}, not a (str, tensor) tuple", i, got));
+      throw Error(ErrorKind::Format,
+                  fmt::format("torch pickle: entry {} is of type {}, not a (str, tensor) tuple", i, got));
     }
     // The memo can hand one tensor object to two entries: move it out only at its last use.
     Value& tv = *e.items[1];
@@ -1220,8 +1305,8 @@ std::string base64_encode(std::span<const uint8_t> bytes) {
   size_t written = 0;
   for (size_t i = 0; i < bytes.size(); i += kEncodeChunk) {
     const size_t n = std::min(kEncodeChunk, bytes.size() - i);
-    const int w = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + written), bytes.data() + i,
-                                  static_cast<int>(n));
+    const int w =
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + written), bytes.data() + i, static_cast<int>(n));
     written += static_cast<size_t>(w);
   }
   out.resize(written);
@@ -1237,9 +1322,8 @@ std::vector<uint8_t> base64_decode(std::string_view text) {
   for (size_t i = 0; i < text.size() - pad; ++i) {
     if (b64_alphabet(text[i])) continue;
     if (text[i] == '=') throw Error(ErrorKind::Format, fmt::format("base64: '=' at offset {} before the end", i));
-    throw Error(ErrorKind::Format,
-                fmt::format("base64: byte 0x{:02x} at offset {} is not in the base64 alphabet",
-                            static_cast<uint8_t>(text[i]), i));
+    throw Error(ErrorKind::Format, fmt::format("base64: byte 0x{:02x} at offset {} is not in the base64 alphabet",
+                                               static_cast<uint8_t>(text[i]), i));
   }
   std::vector<uint8_t> out(text.size() / 4 * 3);
   size_t written = 0;

@@ -5,10 +5,9 @@
 // which checks them against real torch.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -57,8 +56,8 @@ void expect_same(const std::vector<NamedTensor>& got, const std::vector<NamedTen
   }
 }
 
-constexpr DType kAllDTypes[] = {DType::BOOL, DType::U8,   DType::I8,   DType::I16,     DType::I32,     DType::I64,
-                                DType::F16,  DType::BF16, DType::F32,  DType::F64,     DType::U16,     DType::U32,
+constexpr DType kAllDTypes[] = {DType::BOOL, DType::U8,      DType::I8,      DType::I16,    DType::I32, DType::I64,
+                                DType::F16,  DType::BF16,    DType::F32,     DType::F64,    DType::U16, DType::U32,
                                 DType::U64,  DType::F8_E4M3, DType::F8_E5M2, DType::F8_E8M0};
 
 TEST(TorchPickle, RoundTripsEveryDtypeAndRankExactly) {
@@ -67,7 +66,8 @@ TEST(TorchPickle, RoundTripsEveryDtypeAndRankExactly) {
   for (DType dtype : kAllDTypes) {
     std::vector<NamedTensor> ts;
     for (const auto& shape : shapes) {
-      ts.push_back(tensor("w." + std::string(dtype_name(dtype)) + "." + std::to_string(ts.size()), dtype, shape, ++seed));
+      ts.push_back(
+          tensor("w." + std::string(dtype_name(dtype)) + "." + std::to_string(ts.size()), dtype, shape, ++seed));
     }
     expect_same(torch_pickle::decode(torch_pickle::encode(ts)), ts);
   }
@@ -109,7 +109,8 @@ TEST(TorchPickle, GoldenPayloadsDecodeAndEncodeByteForByte) {
 
 std::vector<uint8_t> from_hex(const std::string& hex) {
   std::vector<uint8_t> b;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) b.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    b.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return b;
 }
 
@@ -151,13 +152,16 @@ TEST(TorchPickle, RefusesForkingPicklerSharedMemoryNamingTheGlobal) {
   };
   EXPECT_EQ(refusal("torch211_forking_fd.bin"),
             "torch pickle: offset 141: global torch.multiprocessing.reductions.rebuild_storage_fd refers to a file "
-            "descriptor of the sending process" + tail);
+            "descriptor of the sending process" +
+                tail);
   EXPECT_EQ(refusal("torch211_forking_file_system.bin"),
             "torch pickle: offset 147: global torch.multiprocessing.reductions.rebuild_storage_filename refers to a "
-            "shared-memory file of the sending process" + tail);
+            "shared-memory file of the sending process" +
+                tail);
   EXPECT_EQ(refusal("torch211_forking_cuda.bin"),
             "torch pickle: offset 74: global torch.multiprocessing.reductions.rebuild_cuda_tensor refers to a CUDA IPC "
-            "handle of the sending process" + tail);
+            "handle of the sending process" +
+                tail);
 }
 
 // Small hand-made pickles: PROTO 4 then the opcodes.
@@ -181,9 +185,8 @@ TEST(TorchPickle, RefusesTruncatedInputAtEveryLength) {
   const size_t blob_at = full.find(std::string("\x80\x02\x8a\x0a", 4));
   ASSERT_NE(blob_at, std::string::npos);
   const std::string cut_blob = full.substr(blob_at, 30);
-  const std::string outer =
-      pk("ctorch.storage\n_load_from_bytes\nC" + std::string(1, static_cast<char>(cut_blob.size())) + cut_blob +
-         "\x85R.");
+  const std::string outer = pk("ctorch.storage\n_load_from_bytes\nC" +
+                               std::string(1, static_cast<char>(cut_blob.size())) + cut_blob + "\x85R.");
   EXPECT_EQ(refusal_of(outer),
             "torch pickle: _load_from_bytes payload at offset 36, inner offset 27: truncated: BINUNICODE needs 4 "
             "bytes, 2 left");
@@ -194,7 +197,8 @@ TEST(TorchPickle, RefusesUnknownAndUnsupportedOpcodes) {
   EXPECT_EQ(refusal_of(pk("]\x94)b.")), "torch pickle: offset 5: unsupported opcode BUILD (0x62)");
   EXPECT_EQ(refusal_of(pk("N0.")), "torch pickle: offset 3: unsupported opcode POP (0x30)");
   EXPECT_EQ(refusal_of(std::string("\x80\x01]\x94.", 5)), "torch pickle: offset 0: pickle protocol 1 is not 2 to 5");
-  EXPECT_EQ(refusal_of(std::string("]\x94.", 3)), "torch pickle: offset 0: the pickle starts with 0x5d, not PROTO (0x80)");
+  EXPECT_EQ(refusal_of(std::string("]\x94.", 3)),
+            "torch pickle: offset 0: the pickle starts with 0x5d, not PROTO (0x80)");
 }
 
 TEST(TorchPickle, RefusesGlobalsOutsideTheAllowList) {
@@ -202,7 +206,10 @@ TEST(TorchPickle, RefusesGlobalsOutsideTheAllowList) {
       " is not allowed; wsbench serve accepts only self-contained tensor payloads (plain pickle.dumps of CPU tensors, "
       "as wsb::torch_pickle::encode writes)";
   EXPECT_EQ(refusal_of(pk("cos\nsystem\n.")), "torch pickle: offset 2: global os.system" + tail);
-  EXPECT_EQ(refusal_of(pk("\x8c\x08" "builtins\x8c\x04" "eval\x93.")), "torch pickle: offset 18: global builtins.eval" + tail);
+  EXPECT_EQ(refusal_of(pk("\x8c\x08"
+                          "builtins\x8c\x04"
+                          "eval\x93.")),
+            "torch pickle: offset 18: global builtins.eval" + tail);
   // SafeUnpickler admits all of torch.*; decode admits only the rebuild functions it knows.
   EXPECT_EQ(refusal_of(pk("ctorch\nload\n.")), "torch pickle: offset 2: global torch.load" + tail);
   // Protocol 2 pickles bytes through _codecs.encode, which SafeUnpickler refuses too (plain pickle at protocol 2).
@@ -222,9 +229,16 @@ TEST(TorchPickle, RefusesMalformedStructures) {
   const std::string one = torch_pickle::encode({tensor("x", DType::I32, {3}, 1)});
   EXPECT_EQ(refusal_of(one + "."), "torch pickle: offset 386: 1 byte(s) after STOP");
   EXPECT_EQ(refusal_of(pk("K\x05.")), "torch pickle: the payload is of type int, not a list of (name, tensor) tuples");
-  EXPECT_EQ(refusal_of(pk("]\x94K\x01\x85\x94" "a.")),
+  EXPECT_EQ(refusal_of(pk("]\x94K\x01\x85\x94"
+                          "a.")),
             "torch pickle: entry 0 is of type tuple(int), not a (str, tensor) tuple");
   EXPECT_EQ(refusal_of(pk("]\x94h\x07.")), "torch pickle: offset 4: BINGET of memo 7, which was never stored");
+  // The memo lets a list contain itself; the reader must neither loop nor keep the cycle alive (the sanitizer
+  // builds check the latter).
+  EXPECT_EQ(refusal_of(pk(std::string("]\x94h\x00"
+                                      "a.",
+                                      6))),
+            "torch pickle: entry 0 is of type list, not a (str, tensor) tuple");
   EXPECT_EQ(refusal_of(pk("]\x94N.")), "torch pickle: offset 5: STOP with 2 values and 0 marks on the stack");
   // A size that reaches past the storage: [3] int32 declared as [4].
   std::string bigger = one;
@@ -234,9 +248,21 @@ TEST(TorchPickle, RefusesMalformedStructures) {
   EXPECT_EQ(refusal_of(bigger),
             "torch pickle: offset 381: torch._utils._rebuild_tensor_v2: view (offset 0, size [4], stride [1]) of I32 "
             "reaches past its 12-byte storage");
+  // A broadcast view (stride 0) would decode to more bytes than the payload holds.
+  std::string broadcast = one;
+  const size_t stride_at = broadcast.find(std::string("K\x01\x85", 3), size_at + 3);
+  ASSERT_NE(stride_at, std::string::npos);
+  broadcast[size_at + 1] = 100;
+  broadcast[stride_at + 1] = 0;
+  EXPECT_EQ(refusal_of(broadcast),
+            "torch pickle: offset 381: torch._utils._rebuild_tensor_v2: view (offset 0, size [100], stride [0]) of "
+            "I32 needs 400 bytes, more than its 12-byte storage holds (a broadcast view); send tensors contiguous");
   // The element count after the legacy pickles must match the persistent id's.
   std::string count = one;
-  const size_t keys = count.find(std::string("q\x01" "a.", 4));
+  const size_t keys =
+      count.find(std::string("q\x01"
+                             "a.",
+                             4));
   ASSERT_NE(keys, std::string::npos);
   count[keys + 4] = 2;
   EXPECT_EQ(refusal_of(count),
@@ -256,9 +282,17 @@ TEST(TorchPickle, EncodeRefusesInconsistentTensors) {
   t.bytes.pop_back();
   EXPECT_EQ(test::error_message([&] { torch_pickle::encode({t}); }, ErrorKind::Mismatch),
             "torch pickle: tensor 'w' has 11 bytes; BF16 [2, 3] needs 12");
-  EXPECT_EQ(test::error_message([&] { torch_pickle::encode({{"n", DType::U8, {-1}, {}}}); }, ErrorKind::Mismatch),
+  EXPECT_EQ(test::error_message(
+                [&] {
+                  torch_pickle::encode({{"n", DType::U8, {-1}, {}}});
+                },
+                ErrorKind::Mismatch),
             "torch pickle: tensor 'n' has an invalid shape [-1]");
-  EXPECT_EQ(test::error_message([&] { torch_pickle::encode({{"bad\xff", DType::U8, {0}, {}}}); }, ErrorKind::Format),
+  EXPECT_EQ(test::error_message(
+                [&] {
+                  torch_pickle::encode({{"bad\xff", DType::U8, {0}, {}}});
+                },
+                ErrorKind::Format),
             "torch pickle: tensor name 'bad\xff' is not valid UTF-8");
   // Non-ASCII names travel as UTF-8.
   const std::vector<NamedTensor> ts{tensor("layers.0.\xc3\xbc\xe2\x82\xac", DType::U8, {2}, 1)};
@@ -267,8 +301,12 @@ TEST(TorchPickle, EncodeRefusesInconsistentTensors) {
 
 TEST(TorchPickle, Base64MatchesRfc4648AndIsStrict) {
   // RFC 4648 section 10 test vectors.
-  const std::pair<std::string, std::string> vectors[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                                         {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
+  const std::pair<std::string, std::string> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
                                                          {"foobar", "Zm9vYmFy"}};
   for (const auto& [plain, coded] : vectors) {
     const std::vector<uint8_t> bytes(plain.begin(), plain.end());
@@ -323,16 +361,18 @@ TEST(TorchPickleInterop, WritesPayloadsForTheTorchCheck) {
   for (const auto& [name, tensors] : interop_cases()) {
     const std::string payload = torch_pickle::encode(tensors);
     test::write_bytes(fs::path(out) / ("encode_" + name + ".bin"), payload);
-    test::write_bytes(fs::path(out) / ("encode_" + name + ".b64"),
-                      torch_pickle::base64_encode(std::span(reinterpret_cast<const uint8_t*>(payload.data()),
-                                                            payload.size())));
+    test::write_bytes(
+        fs::path(out) / ("encode_" + name + ".b64"),
+        torch_pickle::base64_encode(std::span(reinterpret_cast<const uint8_t*>(payload.data()), payload.size())));
     json list = json::array();
     for (const auto& t : tensors) {
-      list.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
+      list.push_back({{"name", t.name},
+                      {"dtype", dtype_name(t.dtype)},
+                      {"shape", t.shape},
                       {"b64", torch_pickle::base64_encode(t.bytes)}});
     }
-    manifest.push_back({{"case", name}, {"bin", "encode_" + name + ".bin"}, {"b64", "encode_" + name + ".b64"},
-                        {"tensors", list}});
+    manifest.push_back(
+        {{"case", name}, {"bin", "encode_" + name + ".bin"}, {"b64", "encode_" + name + ".b64"}, {"tensors", list}});
   }
   test::write_bytes(fs::path(out) / "manifest.json", manifest.dump(1));
 }
@@ -346,7 +386,9 @@ TEST(TorchPickleInterop, DecodesPayloadsForTheTorchCheck) {
     try {
       json list = json::array();
       for (const auto& t : torch_pickle::decode(test::read_bytes(entry.path()))) {
-        list.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
+        list.push_back({{"name", t.name},
+                        {"dtype", dtype_name(t.dtype)},
+                        {"shape", t.shape},
                         {"b64", torch_pickle::base64_encode(t.bytes)}});
       }
       result["tensors"] = list;
