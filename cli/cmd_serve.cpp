@@ -51,6 +51,8 @@ int cmd_serve(const std::filesystem::path& profiles_dir, const ServeArgs& args) 
   ModelProfile profile = find_profile(args.model, profiles_dir);
   if (args.layers || args.experts) profile = scale_profile(profile, ProfileScale{args.layers, args.experts});
   ServeOptions options;
+  options.protocol = args.protocol;
+  options.weight_version = args.weight_version;
   options.engine = EngineOptions{profile, args.tp, args.sync, args.store, args.workdir, args.prepare_threads};
   options.engine.backend = args.backend;
   options.checkpoint = args.checkpoint;

@@ -46,6 +46,8 @@ struct RunArgs {
 int cmd_run(const std::filesystem::path& profiles_dir, const RunArgs& args);
 
 struct ServeArgs {
+  std::string protocol = "stitch-staging";      ///< --protocol (engine_api/protocols/protocol.hpp)
+  std::optional<std::string> weight_version;   ///< --weight-version: the boot version text; absent: "default"
   std::string model;
   SyncOptions sync{};                ///< --mode, --commit-strategy, --delta-staging-bytes
   int tp = 1;

@@ -144,4 +144,11 @@ void read_sync_fields(const nlohmann::json& j, SyncOptions& options, const std::
   if (j.contains("base_gpu_id")) options.refit.base_gpu_id = integer_field<int>(j, "base_gpu_id", where);
 }
 
+std::string cell_mode_label(const SyncOptions& sync, std::string_view protocol, std::optional<PauseMode> pause) {
+  std::string label = sync.label();
+  if (!protocol.empty()) label += "@" + std::string(protocol);
+  if (pause) label += ":" + std::string(name_of(*pause));
+  return label;
+}
+
 }  // namespace wsb

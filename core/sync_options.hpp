@@ -4,11 +4,14 @@
 // context. The name tables below are the only spelling of each value: matrix fields, serve flags, results fields,
 // ids and table labels all use them.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/pause_mode.hpp"
 
 namespace wsb {
 
@@ -80,5 +83,10 @@ void write_sync_fields(const SyncOptions& options, nlohmann::json& j);
 /// Reads the sync keys present in the object `j` over `options` (absent keys keep their value). Throws
 /// Error(Format) "`where`: field 'F' ..." for a wrong type, a negative or out-of-range number or an unknown name.
 void read_sync_fields(const nlohmann::json& j, SyncOptions& options, const std::string& where = "sync options");
+
+/// The mode of a cell as ids, tables and comparisons name it: the sync label, "@protocol" for an engine driven over
+/// HTTP (empty `protocol`: embedded), ":pause_mode" when the cell names one ("disk@sglang:in_place",
+/// "cpu+device-delta", "disk:abort"), so cells that differ in any of them are never averaged together.
+std::string cell_mode_label(const SyncOptions& sync, std::string_view protocol, std::optional<PauseMode> pause);
 
 }  // namespace wsb

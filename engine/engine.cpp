@@ -188,14 +188,15 @@ GenerateResponse Engine::generate(const GenerateRequest& request) {
 void Engine::run_step(Active& a) {
   const uint32_t version = weight_version_.load();
   if (!a.sequence || a.version != version) {
-    // Weights changed under this request (commit): restart it so every token comes from one version; this is
-    // also the KV-cache flush.
+    // Weights changed under this request (a retracting commit): restart it so every token comes from one version;
+    // this is also the KV-cache flush. An in_place commit moved a.version on instead, keeping the sequence.
     if (a.sequence) a.response.restarts += 1;
     a.sequence = forward_->new_sequence();
     a.fed = 0;
     a.version = version;
     a.response.output_ids.clear();
     a.response.logprobs.clear();
+    a.response.token_versions.clear();
   }
   int32_t token;
   if (a.fed < a.request.input_ids.size()) {
@@ -215,36 +216,40 @@ void Engine::run_step(Active& a) {
   double sum = 0;
   for (float l : logits) sum += std::exp(static_cast<double>(l) - logits[best]);
   a.response.output_ids.push_back(static_cast<int32_t>(best));
+  // Stamped at the step that computed the token: a stamp taken at completion would hide a response that spans a
+  // commit.
+  a.response.token_versions.push_back(version);
   if (a.request.return_logprob) a.response.logprobs.push_back(static_cast<float>(-std::log(sum)));
 }
 
 void Engine::scheduler_loop() {
-  std::vector<std::unique_ptr<Active>> active;
   std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || (!pause_requested_ && (!queue_.empty() || !active.empty())); });
+    cv_.wait(lock, [&] {
+      return stop_ || (!pause_requested_ && ((!draining_ && !queue_.empty()) || !active_.empty()));
+    });
     if (stop_) break;
     if (!healthy_) {
       // A commit failed after mutation started: the storages may hold mixed versions, so nothing in flight may
       // produce another token.
       const auto error = std::make_exception_ptr(Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_));
-      for (auto& a : active) a->promise.set_exception(error);
+      for (auto& a : active_) a->promise.set_exception(error);
       for (auto& a : queue_) a->promise.set_exception(error);
-      active.clear();
+      active_.clear();
       queue_.clear();
       decoding_ = 0;
       continue;
     }
-    while (!queue_.empty()) {
-      active.push_back(std::move(queue_.front()));
+    while (!draining_ && !queue_.empty()) {
+      active_.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
-    decoding_ = active.size();
+    decoding_ = active_.size();
     step_running_ = true;
     lock.unlock();
     // One decode step for every active sequence, in arrival order (each sequence is computed alone, so the
-    // result does not depend on the batch composition).
-    for (auto& a : active) {
+    // result does not depend on the batch composition). Only this thread changes active_ while a step runs.
+    for (auto& a : active_) {
       try {
         run_step(*a);
       } catch (...) {
@@ -255,7 +260,7 @@ void Engine::scheduler_loop() {
     lock.lock();
     step_running_ = false;
     const uint32_t version = weight_version_.load();
-    for (auto& a : active) {
+    for (auto& a : active_) {
       if (a && a->version == version &&
           static_cast<int>(a->response.output_ids.size()) >= a->request.max_new_tokens) {
         a->response.weight_version = a->version;
@@ -264,19 +269,80 @@ void Engine::scheduler_loop() {
         a.reset();
       }
     }
-    std::erase_if(active, [](const auto& a) { return a == nullptr; });
-    decoding_ = active.size();
+    std::erase_if(active_, [](const auto& a) { return a == nullptr; });
+    decoding_ = active_.size();
     cv_.notify_all();
   }
-  for (auto& a : active) {
+  for (auto& a : active_) {
     a->promise.set_exception(std::make_exception_ptr(Error(ErrorKind::Fatal, "engine shut down")));
   }
+  active_.clear();
 }
 
 void Engine::fail_all(const std::string& reason) {
   std::lock_guard lock(mu_);
   for (auto& a : queue_) a->promise.set_exception(std::make_exception_ptr(Error(ErrorKind::Fatal, reason)));
   queue_.clear();
+}
+
+void Engine::abort_all_locked() {
+  auto finish = [this](Active& a) {
+    a.response.finish_reason = "abort";
+    a.response.weight_version = a.sequence ? a.version : weight_version_.load();
+    a.response.text = detokenize(a.response.output_ids);
+    a.promise.set_value(std::move(a.response));
+  };
+  for (auto& a : active_) finish(*a);
+  for (auto& a : queue_) finish(*a);
+  active_.clear();
+  queue_.clear();
+  decoding_ = 0;
+}
+
+double Engine::close_gate(std::unique_lock<std::mutex>& lock, PauseMode mode) {
+  if (mode == PauseMode::Drain) {
+    // New requests stay queued; those in flight finish on the old weights (SGLang's writer lock).
+    draining_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return active_.empty() || !healthy_; });
+  }
+  pause_requested_ = true;
+  cv_.wait(lock, [&] { return !step_running_; });
+  if (mode == PauseMode::Abort) abort_all_locked();
+  return steady_seconds();
+}
+
+void Engine::after_weights_changed_locked(uint32_t target, PauseMode mode) {
+  if (mode != PauseMode::InPlace) return;  // retract: run_step restarts on the version change
+  // in_place: the sequences keep the KV computed with the old weights and continue on the new ones.
+  for (auto& a : active_) {
+    if (a->sequence) a->version = target;
+  }
+}
+
+void Engine::pause(PauseMode mode) {
+  std::unique_lock lock(mu_);
+  if (held_pause_) throw Error(ErrorKind::State, fmt::format("pause: already paused ({})", name_of(*held_pause_)));
+  if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  held_since_ = close_gate(lock, mode);
+  held_pause_ = mode;
+}
+
+double Engine::resume() {
+  {
+    std::lock_guard lock(mu_);
+    if (!held_pause_) throw Error(ErrorKind::State, "resume: the engine is not paused");
+    held_pause_.reset();
+    pause_requested_ = false;
+    draining_ = false;
+  }
+  cv_.notify_all();
+  return steady_seconds() - held_since_;
+}
+
+bool Engine::paused() const {
+  std::lock_guard lock(mu_);
+  return held_pause_.has_value();
 }
 
 PrepareReport Engine::prepare(uint32_t target) {
@@ -308,29 +374,23 @@ PrepareReport Engine::prepare(uint32_t target) {
   return report;
 }
 
-CommitReport Engine::commit(uint32_t target) {
-  std::lock_guard control(control_mu_);
-  {
-    std::lock_guard lock(mu_);
-    if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
-  }
+CommitReport Engine::gated_commit(uint32_t target, PauseMode mode, const std::function<void(PhaseLog&)>& write,
+                                  const std::function<void(bool)>& finish) {
   CommitReport report;
   report.target = target;
   const double start = steady_seconds();
-  state_->begin_commit(target);  // from here until finish_commit no prepare may touch the prepared artefacts
-  try {
-    mode_->preflight(target);  // mutates nothing
-  } catch (...) {
-    state_->finish_commit(target, false);
-    throw;
-  }
   PhaseLog log;
   double pause_start = 0;
+  bool held = false;
   {
     std::unique_lock lock(mu_);
-    pause_requested_ = true;
-    cv_.wait(lock, [&] { return !step_running_; });
-    pause_start = steady_seconds();
+    if (held_pause_) {
+      held = true;  // pause() closed the gate: its mode decides what requests in flight see
+      mode = *held_pause_;
+      pause_start = steady_seconds();
+    } else {
+      pause_start = close_gate(lock, mode);
+    }
   }
   std::string failure;
   CuptiTracer tracer;
@@ -348,15 +408,14 @@ CommitReport Engine::commit(uint32_t target) {
   }
   try {
     if (debug_inside_pause_) debug_inside_pause_();
-    if (device_transforms_) mode_->commit(*device_transforms_, log);
-    else mode_->commit(*storages_, log);
+    write(log);
   } catch (const std::exception& e) {
     failure = e.what();
   }
   if (tracer.active()) {
     const double t0 = steady_seconds();
     try {
-      report.cupti = tracer.stop();  // the mode synchronized: every copy record is complete
+      report.cupti = tracer.stop();  // the writer synchronized: every copy record is complete
     } catch (const std::exception& e) {
       report.cupti.note = fmt::format("CUPTI stop failed: {}", e.what());
     }
@@ -366,15 +425,19 @@ CommitReport Engine::commit(uint32_t target) {
   }
   {
     std::lock_guard lock(mu_);
-    state_->finish_commit(target, failure.empty());
+    finish(failure.empty());
     if (failure.empty()) {
       weight_version_ = target;
+      after_weights_changed_locked(target, mode);
     } else {
       healthy_ = false;
       fatal_reason_ = fmt::format("commit {} failed after mutation started: {}", version_string(target), failure);
       failure = fatal_reason_;
     }
-    pause_requested_ = false;
+    if (!held || !failure.empty()) {
+      pause_requested_ = false;
+      draining_ = false;
+    }
     report.pause_seconds = steady_seconds() - pause_start;
   }
   cv_.notify_all();
@@ -386,6 +449,78 @@ CommitReport Engine::commit(uint32_t target) {
   report.seconds = steady_seconds() - start;
   report.phases = log.records();
   return report;
+}
+
+CommitReport Engine::commit(uint32_t target, PauseMode pause) {
+  std::lock_guard control(control_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+  }
+  const double start = steady_seconds();
+  state_->begin_commit(target);  // from here until finish_commit no prepare may touch the prepared artefacts
+  try {
+    mode_->preflight(target);  // mutates nothing
+  } catch (...) {
+    state_->finish_commit(target, false);
+    throw;
+  }
+  CommitReport report = gated_commit(
+      target, pause,
+      [&](PhaseLog& log) {
+        if (device_transforms_) mode_->commit(*device_transforms_, log);
+        else mode_->commit(*storages_, log);
+      },
+      [&](bool ok) { state_->finish_commit(target, ok); });
+  report.seconds = steady_seconds() - start;  // preflight included
+  return report;
+}
+
+CommitReport Engine::commit_canonical(const CanonicalLookup& lookup, uint32_t version, PauseMode pause) {
+  std::lock_guard control(control_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (!healthy_) throw Error(ErrorKind::Fatal, "engine stopped serving: " + fatal_reason_);
+    if (!loaded_) throw Error(ErrorKind::State, "commit before the engine's native load");
+  }
+  uint64_t largest = 0;
+  for (const auto& layout : layouts_) {
+    for (const auto& spec : layout.storages) largest = std::max(largest, spec.bytes());
+  }
+  // Allocated (and pinned) before the gate closes: the pause holds only reads, transforms and copies.
+  HostBuffer staging(host_storages_ ? 0 : largest, kImageAlignment, pinner_);
+  return gated_commit(
+      version, pause,
+      [&](PhaseLog& log) {
+        ScopedPhase phase(log, "commit.reload", Floor::DiskRead);
+        for (size_t r = 0; r < layouts_.size(); ++r) {
+          const int rank = static_cast<int>(r);
+          for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
+            const RuntimeStorageSpec& spec = layouts_[r].storages[s];
+            // As the native load: transformed on the host, written as the storage's runtime bytes.
+            if (host_storages_) {
+              load_storage(spec, lookup, host_storages_->storage(rank, s));
+            } else {
+              auto out = staging.span().subspan(0, spec.bytes());
+              load_storage(spec, lookup, out);
+              storages_->write(rank, s, 0, out);
+              storages_->synchronize();
+            }
+            fault_point(options_.fault_hook, FaultSite{FaultPoint::CommitStorageWritten, rank, s, spec.name});
+            phase.add_bytes(spec.bytes());
+          }
+        }
+      },
+      [](bool) {});
+}
+
+CommitReport Engine::commit_checkpoint(const std::filesystem::path& checkpoint_dir, uint32_t version,
+                                       PauseMode pause) {
+  CheckpointReader checkpoint(checkpoint_dir);
+  for (const auto& spec : options_.profile.canonical_tensors()) {
+    expect_tensor(checkpoint, spec, checkpoint_dir.string());  // before the pause: nothing changes on a refusal
+  }
+  return commit_canonical([&checkpoint](const std::string& name) { return checkpoint.data(name); }, version, pause);
 }
 
 std::vector<std::map<std::string, std::string>> Engine::storage_checksums() const {

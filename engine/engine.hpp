@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,8 +22,10 @@
 #include "engine/cuda/device_storages.hpp"
 #include "engine/host_storages.hpp"
 #include "engine/kernels/device_forward.hpp"
+#include "core/pause_mode.hpp"
 #include "core/phase_log.hpp"
 #include "models/forward/forward.hpp"
+#include "models/layout/tp_layout.hpp"
 #include "modes/sync/sync_mode.hpp"
 #include "modes/sync/sync_state.hpp"
 
@@ -71,8 +74,10 @@ struct PrepareReport {
 
 struct CommitReport {
   uint32_t target = 0;
-  double seconds = 0;        ///< whole commit call (preflight, gate wait, copy, reopen)
-  double pause_seconds = 0;  ///< scheduler gate closed -> reopened
+  double seconds = 0;  ///< whole commit call (preflight, gate wait, copy, reopen), as its caller timed it
+  /// Scheduler gate closed -> reopened, as the engine measured it; nullopt when nobody measured it (a real server
+  /// reports no pause: the commit call's duration is then only its upper bound, never a pause of 0).
+  std::optional<double> pause_seconds;
   std::vector<PhaseRecord> phases;
   /// What CUPTI saw between gate close and the last copy landing (enabled = false, with the reason, when off).
   CuptiSummary cupti;
@@ -111,8 +116,30 @@ class Engine {
 
   /// Makes the prepared `target` live inside the pause. Throws Error(State) before the pause when the state
   /// machine or the mode's preflight refuses; Error(Fatal) when the copy failed midway (the engine then stops
-  /// serving rather than serve mixed weights).
-  CommitReport commit(uint32_t target);
+  /// serving rather than serve mixed weights). `pause` says what happens to requests in flight
+  /// (core/pause_mode.hpp); while the engine is paused by pause(), the pause's own mode applies instead and the
+  /// gate stays closed after the commit (resume() opens it).
+  CommitReport commit(uint32_t target, PauseMode pause = PauseMode::Retract);
+
+  /// Replaces every runtime storage from the FULL checkpoint `checkpoint_dir` (a reload, as SGLang's
+  /// /update_weights_from_disk) inside a pause of mode `pause`, and serves it as `version`. Bypasses the sync
+  /// mode's prepared state (the mode is not told). The checkpoint is checked against the profile first (nothing
+  /// changes when a tensor is missing or mis-shaped: Error naming the tensor); a failure while writing stops the
+  /// engine (Error(Fatal)).
+  CommitReport commit_checkpoint(const std::filesystem::path& checkpoint_dir, uint32_t version,
+                                 PauseMode pause = PauseMode::Drain);
+  /// As commit_checkpoint, from canonical tensors by name (`lookup` returns the canonical bytes of a name; the
+  /// caller checked that every canonical tensor is there with its profile size).
+  CommitReport commit_canonical(const CanonicalLookup& lookup, uint32_t version, PauseMode pause);
+
+  /// Closes the scheduler gate now (SGLang's /pause_generation): `abort` ends every request in flight or queued
+  /// with finish_reason "abort"; `retract` and `in_place` keep them for after resume() (retract recomputes a
+  /// request whose weights changed, in_place continues it on its KV). `drain` waits for the requests in flight to
+  /// finish first. Throws Error(State) when already paused.
+  void pause(PauseMode mode);
+  /// Opens the gate closed by pause(). Returns the seconds it was closed. Throws Error(State) when not paused.
+  double resume();
+  bool paused() const;
 
   /// Per rank: storage name -> xxh3-128 hex of its bytes.
   std::vector<std::map<std::string, std::string>> storage_checksums() const;
@@ -146,6 +173,17 @@ class Engine {
   void scheduler_loop();
   void run_step(Active& active);
   void fail_all(const std::string& reason);
+  /// Closes the gate for `mode` (waits for the running step; drain first waits for every request in flight).
+  /// Returns the time the gate closed. Caller holds `lock` on mu_.
+  double close_gate(std::unique_lock<std::mutex>& lock, PauseMode mode);
+  /// Ends every request in flight or queued with finish_reason "abort". Caller holds mu_.
+  void abort_all_locked();
+  /// What a commit applied at `target` means for the requests kept in flight. Caller holds mu_.
+  void after_weights_changed_locked(uint32_t target, PauseMode mode);
+  /// The gate handling shared by every commit: closes (or finds closed) the gate, runs `write` inside it, moves
+  /// the version on success (stops the engine on failure), reopens the gate unless pause() holds it.
+  CommitReport gated_commit(uint32_t target, PauseMode mode, const std::function<void(PhaseLog&)>& write,
+                            const std::function<void(bool)>& finish);
 
   EngineOptions options_;
   std::vector<RankLayout> layouts_;
@@ -167,8 +205,12 @@ class Engine {
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Active>> queue_;
+  std::vector<std::unique_ptr<Active>> active_;  ///< requests being decoded (touched by commit only while gated)
   size_t decoding_ = 0;  ///< requests the scheduler took from queue_ and has not answered yet
   bool pause_requested_ = false;
+  bool draining_ = false;                 ///< no request leaves queue_ (a drain waits for active_ to empty)
+  std::optional<PauseMode> held_pause_;   ///< set by pause(), cleared by resume()
+  double held_since_ = 0;
   bool step_running_ = false;
   bool stop_ = false;
   std::string fatal_reason_;

@@ -14,14 +14,18 @@ struct GenerateRequest {
   bool return_logprob = true;
 };
 
-/// Greedy generation result. Every token was computed at `weight_version` (a commit during generation restarts
-/// the request at the new version, so no response mixes versions). `step_times` are steady_seconds() at the end
-/// of every forward step of this request (prefill included, kept across restarts, so the client sees the stall).
+/// Greedy generation result. Under the retract and drain pause modes every token was computed at `weight_version`
+/// (a commit during generation restarts the request at the new version); under in_place a response may span two
+/// versions, which `token_versions` shows. `step_times` are steady_seconds() at the end of every forward step of
+/// this request (prefill included, kept across restarts, so the client sees the stall).
 struct GenerateResponse {
   std::vector<int32_t> output_ids;
   std::string text;
   std::vector<float> logprobs;  ///< log-softmax of each chosen token (natural log), empty unless requested
-  uint32_t weight_version = 0;
+  uint32_t weight_version = 0;  ///< version of the weights that computed the last token (SGLang reads it per chunk)
+  /// Per output token: the version of the weights that computed it (stamped at the step, not at completion).
+  std::vector<uint32_t> token_versions;
+  std::string finish_reason = "length";  ///< "length" (max_new_tokens reached) | "abort" (ended by a pause)
   std::vector<double> step_times;
   int restarts = 0;  ///< times the request was restarted by a commit
 };

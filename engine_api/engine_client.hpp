@@ -20,11 +20,21 @@ namespace wsb {
 class EngineClient {
  public:
   virtual ~EngineClient() = default;
+  /// response.weight_version is the served version's number; token_versions when the engine reports them.
   virtual GenerateResponse generate(const GenerateRequest& request) = 0;
   virtual PrepareReport prepare(uint32_t target) = 0;
+  /// report.seconds: the commit as this client timed it (for a protocol with pause and continue calls, from the
+  /// pause call's start to the continue call's end): an upper bound of the pause. report.pause_seconds: the pause
+  /// as the engine measured it, nullopt when the engine does not report one.
   virtual CommitReport commit(uint32_t target) = 0;
-  /// Per rank: storage name -> xxh3-128 hex.
+  /// Per rank: name -> hex, over what checksum_basis() says. Empty when reports_checksums() is false.
   virtual std::vector<std::map<std::string, std::string>> storage_checksums() = 0;
+  /// False when the engine offers no checksums (the checksum check is then skipped, naming why).
+  virtual bool reports_checksums() const { return true; }
+  /// What storage_checksums() hashes, for the tables.
+  virtual std::string checksum_basis() const { return "runtime storages, xxh3-128 per storage"; }
+  /// Things the cell should know that are not failures (e.g. a server that reports the version "default").
+  virtual std::vector<std::string> warnings() const { return {}; }
   /// Per rank, per storage: address and size; empty when the engine does not report them (the pointer check is
   /// then skipped).
   virtual std::vector<std::vector<StoragePointer>> storage_pointers() = 0;
@@ -63,6 +73,10 @@ struct EngineLaunch {
   EngineOptions options;
   std::string engine = "embedded";  ///< "embedded" (in-process) | "http" (a server started from `server`)
   HttpServerSpec server{};          ///< http only
+  std::string protocol = "stitch-staging";  ///< http only: engine_api/protocols/protocol.hpp
+  /// What requests in flight see during a commit (core/pause_mode.hpp); nullopt: the protocol's default (http), the
+  /// engine's retract (embedded).
+  std::optional<PauseMode> pause_mode;
   std::optional<int> layers{}, experts{};  ///< the profile's scale ({layers}, {experts} of the server command)
 };
 
@@ -78,7 +92,9 @@ class EmbeddedEngineClient final : public EngineClient {
   EmbeddedEngineClient(const EngineLaunch& launch, const std::filesystem::path& checkpoint_dir, uint32_t version);
   GenerateResponse generate(const GenerateRequest& request) override { return engine_->generate(request); }
   PrepareReport prepare(uint32_t target) override { return engine_->prepare(target); }
-  CommitReport commit(uint32_t target) override { return engine_->commit(target); }
+  CommitReport commit(uint32_t target) override {
+    return engine_->commit(target, pause_mode_.value_or(PauseMode::Retract));
+  }
   std::vector<std::map<std::string, std::string>> storage_checksums() override { return engine_->storage_checksums(); }
   std::vector<std::vector<StoragePointer>> storage_pointers() override { return engine_->storage_pointers(); }
   uint32_t weight_version() override { return engine_->weight_version(); }
@@ -89,6 +105,7 @@ class EmbeddedEngineClient final : public EngineClient {
  private:
   std::unique_ptr<Engine> engine_;
   LoadReport load_report_;
+  std::optional<PauseMode> pause_mode_;
 };
 
 }  // namespace wsb

@@ -1,16 +1,16 @@
 #include "engine_api/http_engine_client.hpp"
 
-#include <httplib.h>
-
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <chrono>
-#include <cmath>
 #include <thread>
 
-#include "engine_api/http_api.hpp"
 #include "core/errors.hpp"
 #include "core/phase_log.hpp"
+#include "engine_api/wsbench_extras.hpp"
+#include "modes/disk/disk_mode.hpp"
 #include "publication/store.hpp"
 
 namespace wsb {
@@ -18,39 +18,29 @@ namespace {
 
 using json = nlohmann::json;
 
-void set_timeout(httplib::Client& cli, double seconds, bool connect) {
-  const auto whole = static_cast<time_t>(seconds);
-  const auto usec = static_cast<time_t>(std::llround((seconds - static_cast<double>(whole)) * 1e6));
-  if (connect) {
-    cli.set_connection_timeout(whole, usec);
-  } else {
-    cli.set_read_timeout(whole, usec);
-    cli.set_write_timeout(whole, usec);
-  }
-}
-
-std::string excerpt(const std::string& body) {
-  std::string s = body.substr(0, 120);
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return body.size() > 120 ? s + "..." : s;
-}
-
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
     s.replace(pos, from.size(), to);
   }
 }
 
+PauseMode pause_of(const Protocol& protocol, const std::optional<PauseMode>& asked) {
+  return asked.value_or(protocol.default_pause_mode());
+}
+
 }  // namespace
 
 std::vector<std::string> default_serve_command(const EngineLaunch& launch) {
-  std::vector<std::string> argv{"{self}",     "--profiles", "{profiles}",  "serve",           "--model",
-                                "{model}",    "--mode",     "{mode}",      "--tp",            "{tp}",
-                                "--store",    "{store}",    "--checkpoint", "{checkpoint}",   "--version",
-                                "{version}",  "--workdir",  "{workdir}",   "--host",          "{host}",
-                                "--port",     "{port}",     "--prepare-threads", "{prepare_threads}"};
+  std::vector<std::string> argv{"{self}",     "--profiles", "{profiles}",  "serve",           "--protocol",
+                                "{protocol}", "--model",    "{model}",     "--mode",          "{mode}",
+                                "--tp",       "{tp}",       "--store",     "{store}",         "--checkpoint",
+                                "{checkpoint}", "--version", "{version}",  "--workdir",       "{workdir}",
+                                "--host",     "{host}",     "--port",      "{port}",          "--prepare-threads",
+                                "{prepare_threads}"};
+  // Upstream SGLang and vLLM boot as "default" unless told otherwise: the harness meets that case as users do.
+  if (launch.protocol != "sglang" && launch.protocol != "vllm") {
+    argv.insert(argv.end(), {"--weight-version", "{version}"});
+  }
   if (launch.layers) argv.insert(argv.end(), {"--layers", "{layers}"});
   if (launch.experts) argv.insert(argv.end(), {"--experts", "{experts}"});
   if (launch.options.backend != "cpu") argv.insert(argv.end(), {"--backend", launch.options.backend});
@@ -68,12 +58,18 @@ std::vector<std::string> default_serve_command(const EngineLaunch& launch) {
 std::vector<std::string> server_command(const EngineLaunch& launch, const std::filesystem::path& checkpoint_dir,
                                         uint32_t version, int port) {
   const auto& spec = launch.server;
+  // A server whose protocol does not prepare (its commit reloads what the harness materialized) runs no sync mode
+  // of its own: wsbench serve gets disk mode, whose state the reload never touches.
+  const SyncModeKind served_mode = make_protocol(launch.protocol)->server_prepares(launch.options.sync.mode)
+                                       ? launch.options.sync.mode
+                                       : SyncModeKind::Disk;
   const std::vector<std::pair<std::string, std::string>> values{
       {"{self}", spec.self.string()},
       {"{profiles}", std::filesystem::absolute(spec.profiles_dir).string()},
       {"{model}", std::string(base_profile_id(launch.options.profile.id))},  // the scale travels as {layers}, {experts}
-      {"{mode}", name_of(launch.options.sync.mode)},
+      {"{mode}", name_of(served_mode)},
       {"{commit_strategy}", name_of(launch.options.sync.cpu.commit_strategy)},
+      {"{protocol}", launch.protocol},
       {"{tp}", std::to_string(launch.options.tp)},
       {"{store}", std::filesystem::absolute(launch.options.store).string()},
       {"{checkpoint}", std::filesystem::absolute(checkpoint_dir).string()},
@@ -92,13 +88,21 @@ std::vector<std::string> server_command(const EngineLaunch& launch, const std::f
                          spec.self.string());
 }
 
-HttpEngineClient::HttpEngineClient(std::string host, int port, std::filesystem::path store, HttpTimeouts timeouts)
-    : host_(std::move(host)), port_(port), timeouts_(timeouts), store_(std::move(store)) {}
+HttpEngineClient::HttpEngineClient(std::string host, int port, HttpClientSpec spec)
+    : host_(std::move(host)), port_(port), spec_(std::move(spec)), protocol_(make_protocol(spec_.protocol)) {
+  pause_ = pause_of(*protocol_, spec_.pause_mode);
+  if (const std::string why = protocol_support(*protocol_, spec_.options.sync.mode, pause_); !why.empty()) {
+    throw Error(ErrorKind::Format, why);
+  }
+  served_ = spec_.boot_version;
+}
 
 HttpEngineClient::HttpEngineClient(const EngineLaunch& launch, const std::filesystem::path& checkpoint_dir,
                                    uint32_t version)
-    : host_("127.0.0.1"), port_(pick_free_port()), store_(launch.options.store), stop_timeout_s_(launch.server.stop_timeout_s) {
-  timeouts_.request_s = launch.server.request_timeout_s;
+    : HttpEngineClient("127.0.0.1", pick_free_port(),
+                       HttpClientSpec{launch.protocol, launch.pause_mode, launch.options, version, checkpoint_dir,
+                                      HttpTimeouts{2, launch.server.request_timeout_s}}) {
+  stop_timeout_s_ = launch.server.stop_timeout_s;
   std::filesystem::create_directories(launch.options.workdir);
   process_ = std::make_unique<ServerProcess>(server_command(launch, checkpoint_dir, version, port_),
                                              launch.options.workdir / "server.log");
@@ -118,83 +122,74 @@ std::string HttpEngineClient::process_note() {
   if (!process_) return "";
   const std::string ended = process_->exit_description();
   if (ended.empty()) return "";
-  return fmt::format("; the server process {}; log tail: {}", ended, excerpt(process_->log_tail(400)));
+  return fmt::format("; the server process {}; log tail: {}", ended, body_excerpt(process_->log_tail(400)));
 }
 
 void HttpEngineClient::wait_healthy(double timeout_s) {
-  const std::string endpoint = "GET /health";
+  const HttpRequest health = protocol_->health();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   std::string last = "no answer";
   bool answered = false;
   for (;;) {
     if (const std::string ended = process_->exit_description(); !ended.empty()) {
       throw Error(ErrorKind::Io, fmt::format("{}: the server process {} before it became healthy; log tail: {}",
-                                             endpoint, ended, excerpt(process_->log_tail(400))));
+                                             health.endpoint(), ended, body_excerpt(process_->log_tail(400))));
     }
     const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) break;
-    httplib::Client cli(host_, port_);
-    set_timeout(cli, std::min(left, timeouts_.connect_s), true);
-    set_timeout(cli, left, false);
-    if (auto res = cli.Get("/health")) {
-      if (res->status == 200) return;
-      last = fmt::format("HTTP {}: {}", res->status, excerpt(res->body));
+    std::string why;
+    HttpRequest probe = health;
+    probe.timeout_s = left;
+    if (auto reply = send_http(host_, port_, probe, HttpTimeouts{std::min(left, spec_.timeouts.connect_s), left}, &why)) {
+      if (reply->status == 200) return;
+      last = fmt::format("HTTP {}: {}", reply->status, body_excerpt(reply->body));
       answered = true;
     } else if (!answered) {
       // Once the server has answered, a later silence is usually the deadline cutting the last poll short: the
       // answer it gave says more about why it is not healthy.
-      last = fmt::format("no answer ({})", httplib::to_string(res.error()));
+      last = fmt::format("no answer ({})", why);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  throw Error(ErrorKind::Io, fmt::format("{}: the server did not become healthy within {} s (last: {})", endpoint,
-                                         timeout_s, last));
+  throw Error(ErrorKind::Io, fmt::format("{}: the server did not become healthy within {} s (last: {})",
+                                         health.endpoint(), timeout_s, last));
 }
 
-std::optional<json> HttpEngineClient::call(const std::string& method, const std::string& path, const json* body,
-                                           bool optional, double timeout_s) {
-  const std::string endpoint = fmt::format("{} {}", method, path);
+std::optional<HttpReply> HttpEngineClient::exchange(const HttpRequest& request, bool optional) {
   {
     std::lock_guard lock(mu_);
-    if (stopped_) throw Error(ErrorKind::State, fmt::format("{}: the server was stopped ({})", endpoint, *stopped_));
+    if (stopped_) {
+      throw Error(ErrorKind::State, fmt::format("{}: the server was stopped ({})", request.endpoint(), *stopped_));
+    }
   }
-  httplib::Client cli(host_, port_);
-  set_timeout(cli, timeouts_.connect_s, true);
-  set_timeout(cli, timeout_s > 0 ? timeout_s : timeouts_.request_s, false);
-  httplib::Result res = method == "GET" ? cli.Get(path.c_str())
-                                        : cli.Post(path.c_str(), body != nullptr ? body->dump() : "{}", "application/json");
-  if (!res) {
+  std::string why;
+  auto reply = send_http(host_, port_, request, spec_.timeouts, &why);
+  if (!reply) {
     // Give a dying process a moment to be reaped, so the reason says how it ended.
     for (int i = 0; i < 20 && process_ && process_->exit_description().empty(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    throw Error(ErrorKind::Io, fmt::format("{}: no answer from {}:{} ({}){}", endpoint, host_, port_,
-                                           httplib::to_string(res.error()), process_note()));
+    throw Error(ErrorKind::Io, fmt::format("{}: no answer from {}:{} ({}){}", request.endpoint(), host_, port_, why,
+                                           process_note()));
   }
-  if (optional && res->status == 404) return std::nullopt;
-  json parsed;
+  if (optional && reply->status == 404) return std::nullopt;
+  if (reply->status < 200 || reply->status >= 300) {
+    throw_reply_error(reply->status >= 500 ? ErrorKind::Fatal : ErrorKind::State, request, *reply,
+                      "the server refused");
+  }
+  return reply;
+}
+
+std::optional<json> HttpEngineClient::exchange_json(const HttpRequest& request, bool optional) {
+  auto reply = exchange(request, optional);
+  if (!reply) return std::nullopt;
+  if (protocol_->plain_text(request)) return json(reply->body);
   try {
-    parsed = json::parse(res->body);
-  } catch (const json::parse_error&) {
-    throw Error(ErrorKind::Format, fmt::format("{}: HTTP {} response is not JSON ({}): '{}'", endpoint, res->status,
-                                               res->get_header_value("Content-Type"), excerpt(res->body)));
+    return json::parse(reply->body);
+  } catch (const json::exception&) {
+    throw_reply_error(ErrorKind::Format, request, *reply,
+                      fmt::format("the answer is not JSON (Content-Type '{}')", reply->content_type));
   }
-  if (res->status < 200 || res->status >= 300) {
-    std::string message = parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()
-                              ? parsed["message"].get<std::string>()
-                              : excerpt(res->body);
-    std::optional<ErrorKind> kind;
-    if (parsed.is_object() && parsed.contains("error_kind") && parsed["error_kind"].is_string()) {
-      kind = api::parse_error_kind(parsed["error_kind"].get<std::string>());
-    }
-    {
-      std::lock_guard lock(mu_);
-      kinds_seen_ = kind.has_value();
-    }
-    const ErrorKind fallback = res->status >= 500 ? ErrorKind::Fatal : ErrorKind::State;
-    throw Error(kind.value_or(fallback), fmt::format("{}: HTTP {}: {}", endpoint, res->status, message));
-  }
-  return parsed;
 }
 
 void HttpEngineClient::check_forward(const std::string& endpoint, uint32_t version) {
@@ -207,87 +202,192 @@ void HttpEngineClient::check_forward(const std::string& endpoint, uint32_t versi
   it->second = std::max(it->second, version);
 }
 
+uint32_t HttpEngineClient::version_number(const WeightVersion& version, const std::string& endpoint) {
+  if (version.value) return *version.value;
+  if (version.is_default()) {
+    std::lock_guard lock(mu_);
+    const std::string warning = fmt::format(
+        "{} reports weight_version \"default\" (a server started without --weight-version): taken as the boot "
+        "version {}",
+        endpoint, version_string(spec_.boot_version));
+    if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
+    return spec_.boot_version;
+  }
+  throw Error(ErrorKind::Format,
+              fmt::format("{}: weight_version {} is neither a number nor \"default\": wsbench cannot tell which "
+                          "publication it is",
+                          endpoint, describe(version)));
+}
+
 GenerateResponse HttpEngineClient::generate(const GenerateRequest& request) {
-  const std::string endpoint = "POST /generate";
-  const json body = api::generate_request_json(request);
-  GenerateResponse response = api::parse_generate_response(*call("POST", "/generate", &body), endpoint);
+  HttpRequest http = protocol_->generate(request);
+  http.extras = true;
+  const json reply = *exchange_json(http);
+  GenerateResult result = protocol_->parse_generate(reply);
+  GenerateResponse response = std::move(result.response);
+  response.weight_version = version_number(result.version, http.endpoint());
+  response.token_versions.clear();
+  for (const auto& v : result.token_versions) response.token_versions.push_back(version_number(v, http.endpoint()));
   // A server that reports no step times: the response's arrival stands for its last decode step.
   if (response.step_times.empty()) response.step_times.push_back(steady_seconds());
-  check_forward(endpoint, response.weight_version);
+  check_forward(http.endpoint(), response.weight_version);
   return response;
 }
 
+UpdateSpec HttpEngineClient::update_spec(uint32_t target) const {
+  UpdateSpec spec;
+  {
+    std::lock_guard lock(mu_);
+    spec.served = served_;
+  }
+  spec.target = target;
+  spec.store = std::filesystem::absolute(spec_.options.store);
+  spec.mode = spec_.options.sync.mode;
+  spec.pause = pause_;
+  spec.tp = spec_.options.tp;
+  spec.bucket_bytes = spec_.options.sync.refit.bucket_bytes;
+  spec.base_checkpoint_dir = spec_.boot_checkpoint.empty() ? std::filesystem::path{}
+                                                            : std::filesystem::absolute(spec_.boot_checkpoint);
+  spec.local_checkpoint_dir = std::filesystem::absolute(spec_.options.workdir) / "engine-checkpoint";
+  if (harness_prepare_) spec.checkpoint_dir = static_cast<const DiskMode&>(*harness_prepare_).checkpoint_dir();
+  return spec;
+}
+
 PrepareReport HttpEngineClient::prepare(uint32_t target) {
-  json body{{"target_version", api::version_json(target)}};
-  if (!store_.empty()) body["checkpoint_source_dir"] = std::filesystem::absolute(store_).string();
+  PrepareReport report;
+  report.target = target;
   const double t0 = steady_seconds();
-  PrepareReport report =
-      api::parse_prepare_response(*call("POST", "/prepare_weight_update", &body), target, "POST /prepare_weight_update");
-  if (report.seconds == 0) report.seconds = steady_seconds() - t0;  // a server without wsbench_seconds
+  if (protocol_->server_prepares(spec_.options.sync.mode)) {
+    const HttpRequest request = *protocol_->prepare(update_spec(target));
+    protocol_->check_update_reply(request, *exchange_json(request));
+    HttpRequest last{"GET", "/wsbench/last_update", {}, std::nullopt};
+    if (auto extra = exchange_json(last, true)) report.phases = wire_phases(*extra, "prepare", last.endpoint());
+  } else {
+    // The protocol reloads a checkpoint directory: the harness materializes it here, as disk mode's prepare does
+    // on the engine's host (same machine), and the commit names it.
+    if (!harness_prepare_) {
+      SyncContext context{spec_.options.profile, build_rank_layouts(spec_.options.profile, spec_.options.tp),
+                          spec_.options.store, std::filesystem::absolute(spec_.options.workdir) / "harness-prepare",
+                          spec_.options.prepare_threads};
+      context.sync = spec_.options.sync;
+      context.sync.mode = SyncModeKind::Disk;
+      harness_prepare_ = std::make_unique<DiskMode>(std::move(context));
+    }
+    PhaseLog log;
+    uint32_t served;
+    {
+      std::lock_guard lock(mu_);
+      served = served_;
+    }
+    harness_prepare_->prepare(served, target, log);
+    for (PhaseRecord record : log.records()) {
+      record.name = "harness." + record.name;
+      report.phases.push_back(std::move(record));
+    }
+  }
+  report.seconds = steady_seconds() - t0;
   return report;
 }
 
 CommitReport HttpEngineClient::commit(uint32_t target) {
-  const json body{{"target_version", api::version_json(target)}, {"abort_all_requests", false}, {"flush_cache", true}};
+  if (harness_prepare_) harness_prepare_->preflight(target);  // refuses a target the harness did not prepare
+  const UpdateSpec spec = update_spec(target);
+  const std::vector<CommitCall> calls = protocol_->commit(spec);
+  CommitReport report;
+  report.target = target;
   const double t0 = steady_seconds();
-  CommitReport report =
-      api::parse_commit_response(*call("POST", "/commit_weight_update", &body), target, "POST /commit_weight_update");
-  if (report.seconds == 0) report.seconds = steady_seconds() - t0;
+  std::exception_ptr failure;
+  auto run = [&](const HttpRequest& request) {
+    protocol_->check_update_reply(request, *exchange_json(request));
+  };
+  for (CallRole role : {CallRole::Pause, CallRole::Commit}) {
+    for (const auto& call : calls) {
+      if (call.role != role || failure) continue;
+      try {
+        run(call.request);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+  }
+  // The continue calls run after a failed commit too (a real client's `finally`): a paused server otherwise
+  // stays paused for every later request.
+  for (const auto& call : calls) {
+    if (call.role != CallRole::Continue) continue;
+    try {
+      run(call.request);
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  report.seconds = steady_seconds() - t0;
+  if (failure) std::rethrow_exception(failure);
+  {
+    std::lock_guard lock(mu_);
+    served_ = target;
+  }
+  HttpRequest last{"GET", "/wsbench/last_update", {}, std::nullopt};
+  if (auto extra = exchange_json(last, true)) {
+    report.phases = wire_phases(*extra, "commit", last.endpoint());
+    report.pause_seconds = wire_pause_seconds(*extra, last.endpoint());
+  }
   return report;
 }
 
 std::vector<std::map<std::string, std::string>> HttpEngineClient::storage_checksums() {
-  const json body{{"action", "checksum"}};
-  return api::parse_checksums(*call("POST", "/weights_checker", &body), "POST /weights_checker");
+  const auto request = protocol_->checksums();
+  if (!request) return {};
+  return protocol_->parse_checksums(*exchange_json(*request)).ranks;
+}
+
+bool HttpEngineClient::reports_checksums() const { return protocol_->checksums().has_value(); }
+
+std::string HttpEngineClient::checksum_basis() const {
+  const auto request = protocol_->checksums();
+  if (!request) return fmt::format("none: protocol '{}' has no checksum endpoint", protocol_->name());
+  return fmt::format("{} ({})", request->endpoint(), protocol_->name());
 }
 
 std::vector<std::vector<StoragePointer>> HttpEngineClient::storage_pointers() {
-  auto j = call("GET", "/wsbench/storage_pointers", nullptr, true);
-  return j ? api::parse_pointers(*j, "GET /wsbench/storage_pointers") : std::vector<std::vector<StoragePointer>>{};
+  HttpRequest request{"GET", "/wsbench/storage_pointers", {}, std::nullopt};
+  auto j = exchange_json(request, true);
+  return j ? wire_pointers(*j, request.endpoint()) : std::vector<std::vector<StoragePointer>>{};
 }
 
 uint32_t HttpEngineClient::weight_version() {
-  const std::string endpoint = "GET /model_info";
-  const json j = *call("GET", "/model_info", nullptr);
-  if (!j.is_object() || !j.contains("weight_version")) {
-    throw Error(ErrorKind::Format, fmt::format("{}: field 'weight_version' is missing", endpoint));
-  }
-  const uint32_t version = api::parse_version(j["weight_version"], endpoint + ": field 'weight_version'");
-  check_forward(endpoint, version);
+  const HttpRequest request = protocol_->weight_version();
+  const uint32_t version = version_number(protocol_->parse_weight_version(*exchange_json(request)), request.endpoint());
+  check_forward(request.endpoint(), version);
   return version;
 }
 
 bool HttpEngineClient::healthy() {
-  httplib::Client cli(host_, port_);
-  set_timeout(cli, timeouts_.connect_s, true);
-  set_timeout(cli, timeouts_.connect_s, false);
-  auto res = cli.Get("/health");
-  return res && res->status == 200;
+  HttpRequest request = protocol_->health();
+  auto reply = send_http(host_, port_, request, HttpTimeouts{spec_.timeouts.connect_s, spec_.timeouts.connect_s});
+  return reply && reply->status == 200;
 }
 
 std::optional<ModeMemory> HttpEngineClient::mode_memory() {
-  auto j = call("GET", "/wsbench/mode_memory", nullptr, true);
+  HttpRequest request{"GET", "/wsbench/mode_memory", {}, std::nullopt};
+  auto j = exchange_json(request, true);
   if (!j) return std::nullopt;
-  return api::parse_mode_memory(*j, "GET /wsbench/mode_memory");
+  return wire_mode_memory(*j, request.endpoint());
 }
 
 std::vector<PhaseRecord> HttpEngineClient::boot_phases() {
-  const std::string endpoint = "GET /wsbench/boot_phases";
-  auto j = call("GET", "/wsbench/boot_phases", nullptr, true);
+  HttpRequest request{"GET", "/wsbench/boot_phases", {}, std::nullopt};
+  auto j = exchange_json(request, true);
   if (!j) return {};
-  if (!j->is_object() || !j->contains("phases")) {
-    throw Error(ErrorKind::Format, endpoint + ": field 'phases' is missing");
-  }
-  return api::parse_phases((*j)["phases"], endpoint);
+  return wire_phases(*j, "boot", request.endpoint());
 }
 
-bool HttpEngineClient::reports_error_kinds() const {
+std::vector<std::string> HttpEngineClient::warnings() const {
   std::lock_guard lock(mu_);
-  return kinds_seen_;
+  return warnings_;
 }
 
 nlohmann::json HttpEngineClient::shutdown() {
-  json out{{"host", host_}, {"port", port_}};
+  json out{{"host", host_}, {"port", port_}, {"protocol", protocol_->name()}, {"pause_mode", name_of(pause_)}};
   if (process_) {
     out.update(process_->stop(stop_timeout_s_));
     out["command"] = process_->argv();

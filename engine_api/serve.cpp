@@ -7,16 +7,17 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <optional>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iostream>
-#include <mutex>
+#include <optional>
 #include <thread>
 
-#include "engine_api/http_api.hpp"
 #include "core/errors.hpp"
+#include "engine_api/protocols/serve_routes.hpp"
+#include "engine_api/wsbench_extras.hpp"
 #include "publication/store.hpp"
 
 namespace wsb {
@@ -24,8 +25,8 @@ namespace {
 
 using json = nlohmann::json;
 
-/// The status of an error: state-machine and input errors are the client's (400); an engine that stopped serving
-/// or a machine failure is the server's (500).
+/// The status of an error a route did not answer itself: input and state errors are the client's (400); an engine
+/// that stopped serving or a machine failure is the server's (500).
 int http_status(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::Fatal:
@@ -35,18 +36,9 @@ int http_status(ErrorKind kind) {
   }
 }
 
-/// Bytes that are not UTF-8 (the byte-level vocabulary detokenizes to any bytes) go out as U+FFFD, as a real
-/// server's detokenizer sends them: both sides of every fingerprint comparison see the same text.
-void reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
-bool same_path(const std::filesystem::path& a, const std::filesystem::path& b) {
-  std::error_code ec1, ec2;
-  const auto ca = std::filesystem::weakly_canonical(a, ec1);
-  const auto cb = std::filesystem::weakly_canonical(b, ec2);
-  return !ec1 && !ec2 ? ca == cb : a == b;
+void send(httplib::Response& res, const HttpReply& reply) {
+  res.status = reply.status;
+  res.set_content(reply.body, reply.content_type);
 }
 
 /// The hook of --fault fail-in-commit: `rank` fails once its first storage is written, every later commit too.
@@ -58,9 +50,25 @@ FaultHook fail_in_commit_hook(int rank) {
   };
 }
 
+/// A JSON object without its first field (fault missing-field).
+std::string without_first_field(const std::string& body) {
+  try {
+    json j = json::parse(body);
+    if (j.is_object() && !j.empty()) j.erase(j.begin());
+    return j.dump();
+  } catch (const json::exception&) {
+    return body;
+  }
+}
+
 class Server {
  public:
-  Server(const ServeOptions& options, Engine& engine) : options_(options), engine_(engine) {
+  Server(const ServeOptions& options, Engine& engine, std::vector<PhaseRecord> boot_phases)
+      : options_(options),
+        engine_(engine),
+        state_(engine, WeightVersion::parse(options.weight_version.value_or("default")), options.checkpoint,
+               options.engine.workdir),
+        boot_phases_(std::move(boot_phases)) {
     if (options.version != 0) options_.faults = ServeFaults{};  // faults are for trial servers (booted at v0)
     if (options_.faults.die_in_commit) {
       engine_.debug_set_inside_pause([] {
@@ -68,163 +76,112 @@ class Server {
         std::_Exit(17);
       });
     }
-    route("POST", "/generate", [this](const json& body) { return generate(body); });
-    route("POST", "/prepare_weight_update", [this](const json& body) { return prepare(body); });
-    route("POST", "/commit_weight_update", [this](const json& body) { return commit(body); });
-    route("POST", "/weights_checker", [this](const json& body) { return weights_checker(body); });
-    route("GET", "/model_info", [this](const json&) { return model_info(); });
-    route("POST", "/flush_cache", [](const json&) { return json{{"success", true}, {"message", "no cache to flush"}}; });
-    route("GET", "/wsbench/storage_pointers", [this](const json&) { return api::pointers_json(engine_.storage_pointers()); });
-    route("GET", "/wsbench/mode_memory", [this](const json&) { return api::mode_memory_json(engine_.mode().memory()); });
-    route("GET", "/wsbench/boot_phases", [this](const json&) { return json{{"phases", api::phases_json(boot_phases_)}}; });
-    http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
+    if (options_.faults.version_backwards) {
+      // After a commit, every second answer reports the version served before it.
+      state_.on_generate = [this](GenerateResult& result) {
+        const auto previous = state_.previous_served();
+        if (previous && backwards_counter_.fetch_add(1) % 2 == 1) result.version = state_.version_text(*previous);
+      };
+    }
+    for (Route& route : protocol_routes(options_.protocol, state_)) add(std::move(route));
+    add(Route{"GET", "/wsbench/storage_pointers",
+              [this](const HttpRequest&) { return json_reply(200, pointers_json(engine_.storage_pointers())); }});
+    add(Route{"GET", "/wsbench/mode_memory",
+              [this](const HttpRequest&) { return json_reply(200, mode_memory_json(engine_.mode().memory())); }});
+    add(Route{"GET", "/wsbench/boot_phases",
+              [this](const HttpRequest&) { return json_reply(200, json{{"phases", phases_json(boot_phases_)}}); }});
+    add(Route{"GET", "/wsbench/last_update",
+              [this](const HttpRequest&) { return json_reply(200, last_update_json(state_.last_update())); }});
+    if (!has_health_) {
+      http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) { health(res); });
+    }
     // cpp-httplib answers some requests itself (an unknown path: 404; a POST it cannot read a body from: 400) with
-    // an empty body: give those the same JSON error shape as every other answer, naming the request.
+    // an empty body: answer as FastAPI does (both SGLang and vLLM are FastAPI apps), naming the request.
     http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
-      const std::string why = res.status == 404 ? "no such endpoint"
-                              : req.method == "POST"
-                                  ? "refused before it reached the endpoint (a POST needs a Content-Length header "
-                                    "and a JSON body)"
-                                  : "refused before it reached the endpoint";
-      reply(res, res.status, api::error_json(fmt::format("{} {}: HTTP {}: {}", req.method, req.path, res.status, why),
-                                             ErrorKind::Format));
+      const std::string detail = res.status == 404 ? "Not Found" : fmt::format("{} {}: refused", req.method, req.path);
+      res.set_content(json{{"detail", detail}}.dump(), "application/json");
     });
   }
 
-  void set_boot_phases(std::vector<PhaseRecord> phases) { boot_phases_ = std::move(phases); }
   httplib::Server& http() { return http_; }
 
  private:
-  using Handler = std::function<json(const json&)>;
-
-  void route(const std::string& method, const std::string& path, Handler handler) {
-    auto wrapped = [this, path, handler](const httplib::Request& req, httplib::Response& res) {
-      const std::string endpoint = fmt::format("{} {}", req.method, path);
-      if (auto it = options_.faults.endpoint.find(path); it != options_.faults.endpoint.end()) {
-        if (it->second == "non-json") {
-          res.status = 200;
-          res.set_content("<html>fault non-json</html>", "text/html");
-        } else if (it->second == "wrong-shape") {
-          reply(res, 200, json{{"unexpected", true}});
-        } else {
-          reply(res, 500, api::error_json(fmt::format("{}: fault http-500", endpoint), ErrorKind::Fatal));
-        }
-        return;
+  void add(Route route) {
+    if (route.path == "/health") has_health_ = true;
+    auto handler = [this, route](const httplib::Request& req, httplib::Response& res) {
+      HttpRequest request;
+      request.method = req.method;
+      request.path = route.path;
+      for (const auto& [k, v] : req.params) request.query.emplace_back(k, v);
+      request.extras = req.get_header_value("X-Wsbench-Extras") == "1";
+      if (route.path == "/health") {
+        health_faults();
+        if (options_.faults.never_healthy) return send(res, json_reply(503, json{{"detail", "fault never-healthy"}}));
       }
-      json body = json::object();
+      const std::string endpoint = request.endpoint();
+      const auto fault = options_.faults.endpoint.find(route.path);
+      if (fault != options_.faults.endpoint.end()) {
+        if (fault->second == "non-json") return send(res, HttpReply{200, "text/html", "<html>fault non-json</html>"});
+        if (fault->second == "wrong-shape") return send(res, json_reply(200, json{{"unexpected", true}}));
+        if (fault->second == "http-500") {
+          return send(res, HttpReply{500, "text/plain", fmt::format("{}: fault http-500 Internal Server Error", endpoint)});
+        }
+        if (fault->second == "http-404") return send(res, json_reply(404, json{{"detail", "Not Found"}}));
+        if (fault->second == "refuse") {
+          return send(res, json_reply(400, json{{"success", false}, {"message", endpoint + ": fault refuse"}}));
+        }
+      }
       if (!req.body.empty()) {
         try {
-          body = json::parse(req.body);
+          request.body = json::parse(req.body);
         } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e999)
-          reply(res, 400, api::error_json(fmt::format("{}: request body is not JSON: {}", endpoint, e.what()),
-                                          ErrorKind::Format));
-          return;
+          // FastAPI's answer to a body it cannot decode: 422 with a `detail` list.
+          return send(res, json_reply(422, json{{"detail", json::array({{{"type", "json_invalid"},
+                                                                          {"loc", json::array({"body"})},
+                                                                          {"msg", fmt::format("JSON decode error: {}", e.what())}}})}}));
         }
       }
+      HttpReply reply;
       try {
-        reply(res, 200, handler(body));
+        reply = route.handler(request);
       } catch (const Error& e) {
-        reply(res, http_status(e.kind()), api::error_json(e.what(), e.kind()));
+        reply = json_reply(http_status(e.kind()), json{{"success", false}, {"message", e.what()}});
       } catch (const std::exception& e) {
-        reply(res, 500, api::error_json(fmt::format("{}: {}", endpoint, e.what()), std::nullopt));
+        reply = json_reply(500, json{{"success", false}, {"message", fmt::format("{}: {}", endpoint, e.what())}});
       }
+      if (fault != options_.faults.endpoint.end() && fault->second == "missing-field") {
+        reply.body = without_first_field(reply.body);
+      }
+      send(res, reply);
     };
-    if (method == "GET") {
-      http_.Get(path, wrapped);
+    if (route.method == "GET") {
+      http_.Get(route.path, handler);
     } else {
-      http_.Post(path, wrapped);
+      http_.Post(route.path, handler);
     }
   }
 
-  json generate(const json& body) {
-    const GenerateRequest request = api::parse_generate_request(body, "POST /generate");
-    GenerateResponse response = engine_.generate(request);
-    const int64_t from = committed_from_.load();
-    if (options_.faults.version_backwards && from >= 0 && backwards_counter_.fetch_add(1) % 2 == 1) {
-      response.weight_version = static_cast<uint32_t>(from);
-    }
-    return api::generate_response_json(response);
-  }
-
-  uint32_t target_of(const json& body, const std::string& endpoint) {
-    if (!body.is_object() || !body.contains("target_version")) {
-      throw Error(ErrorKind::Format, fmt::format("{}: field 'target_version' is missing", endpoint));
-    }
-    return api::parse_version(body["target_version"], endpoint + ": field 'target_version'");
-  }
-
-  json prepare(const json& body) {
-    const std::string endpoint = "POST /prepare_weight_update";
-    const uint32_t target = target_of(body, endpoint);
-    if (body.contains("checkpoint_source_dir")) {
-      if (!body["checkpoint_source_dir"].is_string()) {
-        throw Error(ErrorKind::Format, endpoint + ": field 'checkpoint_source_dir' must be a string");
-      }
-      const std::filesystem::path source = body["checkpoint_source_dir"].get<std::string>();
-      if (!same_path(source, options_.engine.store)) {
-        throw Error(ErrorKind::Format, fmt::format("{}: checkpoint_source_dir '{}' is not the store this server reads "
-                                                   "('{}')", endpoint, source.string(), options_.engine.store.string()));
-      }
-    }
-    return api::prepare_response_json(engine_.prepare(target));
-  }
-
-  json commit(const json& body) {
-    const std::string endpoint = "POST /commit_weight_update";
-    const uint32_t target = target_of(body, endpoint);
-    for (const char* flag : {"abort_all_requests", "flush_cache"}) {
-      if (body.contains(flag) && !body[flag].is_boolean()) {
-        throw Error(ErrorKind::Format, fmt::format("{}: field '{}' must be true or false", endpoint, flag));
-      }
-    }
-    const uint32_t from = engine_.weight_version();
-    // In-flight requests restart at the new version inside the engine (which is also its cache flush), so
-    // abort_all_requests and flush_cache need no action of their own.
-    const CommitReport report = engine_.commit(target);
-    committed_from_ = from;
-    return api::commit_response_json(report);
-  }
-
-  json weights_checker(const json& body) {
-    const std::string endpoint = "POST /weights_checker";
-    if (!body.is_object() || !body.contains("action") || !body["action"].is_string()) {
-      throw Error(ErrorKind::Format, endpoint + ": field 'action' (string) is missing");
-    }
-    const std::string action = body["action"].get<std::string>();
-    if (action != "checksum") {
-      throw Error(ErrorKind::Format, fmt::format("{}: action '{}' is unknown (checksum)", endpoint, action));
-    }
-    return api::checksums_json(engine_.storage_checksums());
-  }
-
-  json model_info() {
-    return {{"model_path", options_.checkpoint.string()},
-            {"weight_version", api::version_json(engine_.weight_version())},
-            {"tp_size", options_.engine.tp},
-            {"is_generation", true},
-            {"wsbench", {{"profile", options_.engine.profile.id}, {"mode", options_.engine.sync.label()},
-                         {"backend", options_.engine.backend}, {"healthy", engine_.healthy()}}}};
-  }
-
-  void health(httplib::Response& res) {
+  void health_faults() {
     if (options_.faults.slow_health_s) {
       std::this_thread::sleep_for(std::chrono::duration<double>(*options_.faults.slow_health_s));
     }
-    if (options_.faults.never_healthy) {
-      reply(res, 503, api::error_json("fault never-healthy", std::nullopt));
-    } else if (!engine_.healthy()) {
-      reply(res, 503, api::error_json("the engine stopped serving", ErrorKind::Fatal));
-    } else {
-      reply(res, 200, json{{"status", "ok"}});
-    }
+  }
+
+  void health(httplib::Response& res) {
+    health_faults();
+    if (options_.faults.never_healthy) return send(res, json_reply(503, json{{"detail", "fault never-healthy"}}));
+    // SGLang and vLLM answer an empty 200 while serving; 503 once the engine stopped.
+    if (!engine_.healthy()) return send(res, HttpReply{503, "text/plain", "the engine stopped serving"});
+    send(res, HttpReply{200, "text/plain", ""});
   }
 
   ServeOptions options_;
   Engine& engine_;
+  ServeState state_;
   httplib::Server http_;
   std::vector<PhaseRecord> boot_phases_;
-  std::atomic<int64_t> committed_from_{-1};  ///< the version before the last commit; -1 before one
+  bool has_health_ = false;
   std::atomic<uint64_t> backwards_counter_{0};
 };
 
@@ -247,13 +204,17 @@ void parse_serve_fault(const std::string& text, ServeFaults& faults) {
     } catch (const std::exception&) {
       throw Error(ErrorKind::Format, fmt::format("--fault '{}': slow-health=SECONDS needs a number", text));
     }
-  } else if (colon != std::string::npos && (kind == "non-json" || kind == "wrong-shape" || kind == "http-500") &&
+  } else if (colon != std::string::npos &&
+             (kind == "non-json" || kind == "wrong-shape" || kind == "http-500" || kind == "http-404" ||
+              kind == "missing-field" || kind == "refuse") &&
              colon + 1 < text.size() && text[colon + 1] == '/') {
     faults.endpoint[text.substr(colon + 1)] = kind;
   } else {
     throw Error(ErrorKind::Format,
-                fmt::format("--fault '{}' is unknown (die-in-commit, fail-in-commit, never-healthy, version-backwards, slow-health=S, "
-                            "non-json:/path, wrong-shape:/path, http-500:/path)", text));
+                fmt::format("--fault '{}' is unknown (die-in-commit, fail-in-commit, never-healthy, version-backwards, "
+                            "slow-health=S, non-json:/path, wrong-shape:/path, http-500:/path, http-404:/path, "
+                            "missing-field:/path, refuse:/path)",
+                            text));
   }
 }
 
@@ -265,14 +226,14 @@ int serve(const ServeOptions& options) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  make_protocol(options.protocol);  // an unknown protocol is refused before the boot
   EngineOptions engine_options = options.engine;
   if (options.faults.fail_in_commit && options.version == 0) {
     engine_options.fault_hook = fail_in_commit_hook(options.engine.tp - 1);
   }
   Engine engine(std::move(engine_options));
   const LoadReport load = engine.load_native(options.checkpoint, options.version);
-  Server server(options, engine);
-  server.set_boot_phases(load.phases);
+  Server server(options, engine, load.phases);
   httplib::Server& http = server.http();
   // cpp-httplib's default options add SO_REUSEPORT, which lets a second server (a stale one, or a typo'd port)
   // share this port and silently take part of a run's requests: keep SO_REUSEADDR (fast restarts) only.
@@ -281,16 +242,20 @@ int serve(const ServeOptions& options) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
   });
   int port = options.port;
+  errno = 0;
   if (port == 0) {
     port = http.bind_to_any_port(options.host);
   } else if (!http.bind_to_port(options.host, port)) {
     port = -1;
   }
   if (port < 0) {
-    throw Error(ErrorKind::Io, fmt::format("wsbench serve: cannot listen on {}:{}", options.host, options.port));
+    const int err = errno;
+    throw Error(ErrorKind::Io, fmt::format("wsbench serve: cannot listen on {}:{}{}", options.host, options.port,
+                                           err != 0 ? fmt::format(" ({})", std::strerror(err)) : std::string()));
   }
-  std::cout << fmt::format("wsbench serve: listening on {}:{} ({} {}, {})", options.host, port,
-                           options.engine.profile.id, options.engine.sync.label(), version_string(options.version))
+  std::cout << fmt::format("wsbench serve: listening on {}:{} ({} {} over {}, {})", options.host, port,
+                           options.engine.profile.id, options.engine.sync.label(), options.protocol,
+                           version_string(options.version))
             << std::endl;
   std::atomic<bool> done{false};
   // The first signal closes the listener and lets running requests finish; a long generation must not keep the

@@ -1,7 +1,8 @@
 #pragma once
-// `wsbench serve`: the embedded engine behind the HTTP engine API (engine_api/http_api.hpp) on one address, so the
-// HTTP adapter and the profiler can be validated against a real server process. Requests run on the server's
-// thread pool: a prepare blocks only its own request while /generate keeps answering.
+// `wsbench serve`: the embedded engine behind one real weight-update protocol's HTTP API (--protocol, the routes
+// of engine_api/protocols/) plus wsbench's extras (engine_api/wsbench_extras.hpp) on one address, so every HTTP
+// adapter and the profiler can be validated against a server process. Requests run on the server's thread pool: a
+// prepare blocks only its own request while generation keeps answering.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "engine_api/protocols/protocol.hpp"
 
 namespace wsb {
 
@@ -24,13 +26,18 @@ struct ServeFaults {
   bool never_healthy = false;               ///< "never-healthy": /health answers 503
   bool version_backwards = false;           ///< "version-backwards": after a commit every 2nd /generate reports
                                             ///< the previous version
-  std::map<std::string, std::string> endpoint;  ///< "non-json:/path" | "wrong-shape:/path" | "http-500:/path"
+  /// "non-json:/path" | "wrong-shape:/path" | "http-500:/path" | "http-404:/path" | "missing-field:/path"
+  /// (the route's answer without its first field) | "refuse:/path" (HTTP 400 with the protocol's refusal body).
+  std::map<std::string, std::string> endpoint;
 };
 
 /// Parses one --fault value (see ServeFaults) into `faults`. Throws Error(Format) naming the value.
 void parse_serve_fault(const std::string& text, ServeFaults& faults);
 
 struct ServeOptions {
+  std::string protocol = "stitch-staging";  ///< engine_api/protocols/protocol.hpp protocol_names()
+  /// The version text reported at boot (a real server's --weight-version); nullopt: "default", as SGLang.
+  std::optional<std::string> weight_version;
   EngineOptions engine;
   std::filesystem::path checkpoint;  ///< FULL checkpoint of the boot (native load)
   uint32_t version = 0;              ///< version of `checkpoint`

@@ -1,5 +1,7 @@
 #include "harness/matrix.hpp"
 
+#include "engine_api/protocols/protocol.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,7 +23,8 @@ const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtim
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
                                         "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
-                                        "server_request_timeout_s", "store"};
+                                        "server_request_timeout_s", "store", "protocol", "pause_mode",
+                                        "accept_mixed_responses"};
 const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda", "http"};
 const std::set<std::string> kEncodings{"xor", "overwrite"};
 
@@ -99,6 +102,21 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
     *value = j[key].get<double>();
   }
   if (j.contains("store")) cell.store = get_field<std::string>(j, "store", where);
+  if (j.contains("protocol")) cell.protocol = get_field<std::string>(j, "protocol", where);
+  if (j.contains("pause_mode")) {
+    const auto name = get_field<std::string>(j, "pause_mode", where);
+    cell.pause_mode = parse_pause_mode(name);
+    if (!cell.pause_mode) {
+      fail(where, fmt::format("field 'pause_mode': unknown '{}' (drain, retract, in_place, abort)", name));
+    }
+  }
+  if (j.contains("accept_mixed_responses")) {
+    if (!j["accept_mixed_responses"].is_boolean()) {
+      fail(where, fmt::format("field 'accept_mixed_responses' must be true or false, got {}",
+                              j["accept_mixed_responses"].dump()));
+    }
+    cell.accept_mixed_responses = j["accept_mixed_responses"].get<bool>();
+  }
 }
 
 std::string names(const std::map<std::string, Launcher>& launchers) {
@@ -144,12 +162,17 @@ void validate_combination(const MatrixCell& cell, const std::string& where) {
     fail(where, fmt::format("transport 'cuda-ipc' needs engine 'embedded-cuda' (device memory to export), not '{}'",
                             cell.engine));
   }
-  if (cell.sync.mode == SyncModeKind::Refit && cell.uses_http()) {
-    // The trainer simulator streams into the embedded engine's receivers; a served engine has no stream endpoint.
-    fail(where, "mode 'refit' needs an embedded engine (embedded-cpu or embedded-cuda), not 'http'");
+  if (!cell.uses_http() && (!cell.server_command.empty() || !cell.store.empty() || !cell.protocol.empty())) {
+    fail(where, fmt::format("fields 'server_command', 'store' and 'protocol' need engine 'http', not '{}'",
+                            cell.engine));
   }
-  if (!cell.uses_http() && (!cell.server_command.empty() || !cell.store.empty())) {
-    fail(where, fmt::format("fields 'server_command' and 'store' need engine 'http', not '{}'", cell.engine));
+  if (cell.uses_http()) {
+    const auto protocol = make_protocol(cell.effective_protocol());  // throws naming the known protocols
+    const PauseMode pause = cell.pause_mode.value_or(protocol->default_pause_mode());
+    if (const std::string why = protocol_support(*protocol, cell.sync.mode, pause); !why.empty()) fail(where, why);
+  }
+  if (cell.accept_mixed_responses && cell.pause_mode != PauseMode::InPlace) {
+    fail(where, "field 'accept_mixed_responses' needs pause_mode 'in_place' (no other pause mode mixes versions)");
   }
 }
 
@@ -161,7 +184,8 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
 
 // Fields a default id already names (the mode label carries the commit strategy and the transport): an axis over
 // one of them needs no id suffix.
-const std::set<std::string> kIdFields{"model", "mode", "commit_strategy", "transport", "runtime", "tp"};
+const std::set<std::string> kIdFields{"model", "mode",    "commit_strategy", "transport",
+                                      "runtime", "tp",     "protocol",        "pause_mode"};
 // Fields that cannot be axes: ids derive from the axes, and a command line is not one value.
 const std::set<std::string> kNotAxes{"id", "server_command"};
 const std::set<std::string> kTopLevelFields{"name", "description", "defaults", "cells", "launchers",
@@ -420,6 +444,13 @@ Matrix finish(const Level& level) {
 
 }  // namespace
 
+std::string MatrixCell::effective_protocol() const {
+  if (!uses_http()) return "";
+  return protocol.empty() ? "stitch-staging" : protocol;
+}
+
+std::string MatrixCell::mode_label() const { return cell_mode_label(sync, effective_protocol(), pause_mode); }
+
 nlohmann::json MatrixCell::to_json() const {
   nlohmann::json j{{"id", id},         {"model", model},
                    {"runtime", runtime}, {"engine", engine}, {"tp", tp},
@@ -436,7 +467,10 @@ nlohmann::json MatrixCell::to_json() const {
     j["server_stop_timeout_s"] = server_stop_timeout_s;
     j["server_request_timeout_s"] = server_request_timeout_s;
     if (!store.empty()) j["store"] = store;
+    j["protocol"] = effective_protocol();
   }
+  if (pause_mode) j["pause_mode"] = std::string(name_of(*pause_mode));
+  if (accept_mixed_responses) j["accept_mixed_responses"] = true;
   if (uses_cuda()) {
     j["chunk_bytes"] = chunk_bytes;
     j["copy_streams"] = copy_streams;

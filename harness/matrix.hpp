@@ -41,8 +41,15 @@ struct MatrixCell {
   ProfileScale scale() const { return ProfileScale{layers, experts}; }
   bool scaled() const { return layers.has_value() || experts.has_value(); }
   int prepare_threads = 2;
-  /// The mode as ids, tables and comparisons name it (SyncOptions::label).
-  std::string mode_label() const { return sync.label(); }
+  /// The mode as ids, tables and comparisons name it (core/sync_options.hpp cell_mode_label: the sync label,
+  /// "@protocol" for http, ":pause_mode" when named).
+  std::string mode_label() const;
+  /// What requests in flight see during a commit (core/pause_mode.hpp); nullopt: the protocol's default (http), the
+  /// engine's retract (embedded).
+  std::optional<PauseMode> pause_mode;
+  /// A response whose tokens span two weight versions (an in_place pause) passes the probe check instead of
+  /// failing it; its fingerprint is then not judged.
+  bool accept_mixed_responses = false;
   uint64_t floor_bytes = 64ull << 20;  ///< buffer size of the floor measurements
   // embedded-cuda only:
   uint64_t chunk_bytes = 64ull << 20;  ///< H2D copy chunk of commits (bytes)
@@ -50,6 +57,10 @@ struct MatrixCell {
   bool cupti = true;                   ///< CUPTI activity summary of every commit (off under nsys: one subscriber)
 
   // http only:
+  /// The weight-update API the server speaks (engine_api/protocols/protocol.hpp); empty: "stitch-staging".
+  std::string protocol;
+  /// protocol, or "stitch-staging" for an http cell that names none; empty for embedded engines.
+  std::string effective_protocol() const;
   /// Server command template (engine_api/engine_client.hpp HttpServerSpec for the placeholders); empty: wsbench serve.
   std::vector<std::string> server_command;
   double server_ready_timeout_s = 60;   ///< start -> GET /health answers 200

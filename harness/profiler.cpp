@@ -25,10 +25,12 @@ Cell cell_record(const MatrixCell& mc) {
   c.sync = mc.sync;
   c.runtime = mc.runtime;
   c.engine = mc.engine;
+  c.protocol = mc.effective_protocol();
+  c.pause_mode = mc.pause_mode;
   c.tp = mc.tp;
   c.n = mc.n;
   c.extra = mc.to_json();
-  for (const char* typed : {"id", "model", "runtime", "engine", "tp", "n"}) c.extra.erase(typed);
+  for (const char* typed : {"id", "model", "runtime", "engine", "tp", "n", "protocol", "pause_mode"}) c.extra.erase(typed);
   for (const std::string& key : sync_field_names()) c.extra.erase(key);
   return c;
 }
@@ -66,6 +68,7 @@ void floors_stage(const MatrixCell& cell, const fs::path& workdir, Cell& out) {
 EngineLaunch launch_of(const MatrixCell& cell, const ModelProfile& profile, const fs::path& store_dir,
                        const CellRunOptions& options) {
   EngineLaunch launch{EngineOptions{profile, cell.tp, cell.sync, store_dir, options.workdir, cell.prepare_threads}};
+  launch.pause_mode = cell.pause_mode;
   if (cell.uses_cuda()) {
     launch.options.backend = "cuda";
     launch.options.device.chunk_bytes = cell.chunk_bytes;
@@ -74,6 +77,7 @@ EngineLaunch launch_of(const MatrixCell& cell, const ModelProfile& profile, cons
   }
   if (cell.uses_http()) {
     launch.engine = "http";
+    launch.protocol = cell.effective_protocol();
     launch.layers = cell.layers;
     launch.experts = cell.experts;
     launch.server.command = cell.server_command;

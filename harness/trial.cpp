@@ -63,8 +63,10 @@ nlohmann::json timeline_json(const Observed& o, double first_target) {
   if (w.prepare_end > 0) out[time_keys::kPrepare] = span(w.prepare_start, w.prepare_end);
   if (w.commit_end > 0) {
     out[time_keys::kCommit] = span(w.commit_start, w.commit_end);
-    out[time_keys::kPause] = span(std::max(w.commit_start, w.commit_end - o.commit.pause_seconds), w.commit_end);
-    out[time_keys::kPause]["estimated"] = true;
+    if (o.commit.pause_seconds) {
+      out[time_keys::kPause] = span(std::max(w.commit_start, w.commit_end - *o.commit.pause_seconds), w.commit_end);
+      out[time_keys::kPause]["estimated"] = true;
+    }
   }
   if (first_target > 0) out["first_target_s"] = rel(first_target);
   std::vector<double> steps;
@@ -152,7 +154,10 @@ std::map<std::string, double> times_record(const Observed& o, double first_targe
   if (!o.update_error.empty()) return times;
   times[time_keys::kPrepare] = o.prepare.seconds;
   times[time_keys::kCommit] = o.window.commit_end - o.window.commit_start;
-  times[time_keys::kPause] = o.commit.pause_seconds;
+  // A pause nobody measured is absent (n/a in the tables, skipped by the statistics), never 0: the commit call's
+  // duration is its upper bound.
+  if (o.commit.pause_seconds) times[time_keys::kPause] = *o.commit.pause_seconds;
+  times[time_keys::kPauseBound] = o.window.commit_end - o.window.commit_start;
   if (first_target > 0) times[time_keys::kEnvelope] = first_target - o.window.prepare_start;
   times[time_keys::kMaxStall] = max_step_gap(o.samples);
   if (o.commit.cupti_overhead_seconds > 0) times[time_keys::kCuptiOverhead] = o.commit.cupti_overhead_seconds;
@@ -161,7 +166,8 @@ std::map<std::string, double> times_record(const Observed& o, double first_targe
 
 nlohmann::json probe_record(const ProbeTally& t) {
   return {{"responses", t.responses},       {"before_commit", t.before_commit}, {"during_prepare", t.during_prepare},
-          {"after_commit", t.after_commit}, {"errors", t.errors},               {"restarted_by_commit", t.restarts}};
+          {"after_commit", t.after_commit}, {"errors", t.errors},               {"restarted_by_commit", t.restarts},
+          {"aborted", t.aborted},           {"mixed_versions", t.mixed}};
 }
 
 /// The body of one trial; throws when the engine stops answering (run_trial records that as a failed check).
@@ -197,14 +203,21 @@ void run_trial_body(int index, const TrialSetup& in, std::string& previous_fp, C
 
   // Verification.
   report("verify");
-  const ProbeTally tally = tally_probes(o.samples, o.window, fp0, target, in.target.fingerprint);
+  const ProbeTally tally =
+      tally_probes(o.samples, o.window, ProbeExpectation{fp0, target, in.target.fingerprint, cell.accept_mixed_responses});
   checks.add(check_update_succeeds(o.update_error));
   checks.add(check_probes_exact(tally));
   checks.add(check_generation_during_prepare(o.samples, o.window, o.update_error.empty(), tally.during_prepare));
   checks.add(check_probes_after_commit(tally));
   checks.add(check_version_is_target(client.weight_version(), target));
   const Checksums checksums = client.storage_checksums();
-  checks.add(check_checksums_equal_native_load(checksums, in.target.checksums, target));
+  trial.extra["checksum_basis"] = client.checksum_basis();
+  if (client.reports_checksums()) {
+    checks.add(check_checksums_equal_native_load(checksums, in.target.checksums, target));
+  } else {
+    checks.skip(check_names::kChecksumsEqualNativeLoad,
+                client.checksum_basis() + "; equality with a fresh native load rests on the fingerprints");
+  }
   if (pointers0.empty()) {
     checks.skip(check_names::kStoragePointersUnchanged,
                 "the engine reports no storage pointers (GET /wsbench/storage_pointers)");
@@ -224,6 +237,7 @@ void run_trial_body(int index, const TrialSetup& in, std::string& previous_fp, C
   trial.memory = memory_record(o, client, cell.uses_http());
   trial.extra["timeline"] = timeline_json(o, tally.first_target);
   trial.probe = probe_record(tally);
+  if (const auto warnings = client.warnings(); !warnings.empty()) trial.extra["warnings"] = warnings;
 }
 
 }  // namespace

@@ -86,8 +86,11 @@ std::string pointer_diff(const std::vector<std::vector<StoragePointer>>& a,
   return "";
 }
 
-ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWindow& w, const std::string& fp0,
-                        uint32_t target, const std::string& target_fp) {
+ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWindow& w,
+                        const ProbeExpectation& expect) {
+  const std::string& fp0 = expect.fp0;
+  const uint32_t target = expect.target;
+  const std::string& target_fp = expect.target_fp;
   ProbeTally t;
   t.responses = static_cast<int>(samples.size());
   auto wrong = [&t](std::string what) {
@@ -101,8 +104,23 @@ ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWin
       if (t.first_wrong.empty()) t.first_wrong = "error: " + s.error;
       continue;
     }
+    const auto [lo, hi] = s.token_versions.empty()
+                              ? std::pair{s.version, s.version}
+                              : std::pair{*std::min_element(s.token_versions.begin(), s.token_versions.end()),
+                                          *std::max_element(s.token_versions.begin(), s.token_versions.end())};
+    const bool mixed = lo != hi;
+    if (mixed) {
+      ++t.mixed;
+      if (!expect.accept_mixed) {
+        wrong(fmt::format("a response's tokens span versions {} and {} (in_place pause; the cell does not accept "
+                          "mixed responses)",
+                          version_string(lo), version_string(hi)));
+      }
+    }
+    if (s.aborted) ++t.aborted;
+    const bool judged = !s.aborted && !mixed;
     const bool ok = (s.version == 0 && s.fingerprint == fp0) || (s.version == target && s.fingerprint == target_fp);
-    if (!ok) {
+    if (judged && !ok) {
       wrong(fmt::format("response at version {} has fingerprint {}", version_string(s.version), s.fingerprint));
     }
     if (w.prepare_end > 0 && s.received > w.prepare_start && s.received < w.prepare_end) ++t.during_prepare;

@@ -56,14 +56,26 @@ struct ProbeTally {
   int errors = 0;
   int wrong = 0;           ///< at a version with another fingerprint, or at the wrong version for its time
   int restarts = 0;        ///< requests the engine restarted across the commit (wsbench_restarts)
+  int aborted = 0;         ///< requests an abort pause ended early (finish_reason "abort"; not judged further)
+  int mixed = 0;           ///< responses whose tokens span two weight versions (an in_place pause)
   std::string first_wrong; ///< what the first wrong or failed response was
   double first_target = -1;  ///< receive time of the first response at the target version, -1 if none
 };
 
+/// What the cell allows of its probe responses.
+struct ProbeExpectation {
+  std::string fp0;        ///< the v0 fingerprint
+  uint32_t target = 0;
+  std::string target_fp;  ///< the target's fingerprint (a fresh native load's)
+  /// A response whose tokens span two versions is counted (mixed) but not wrong; its fingerprint is not judged.
+  bool accept_mixed = false;
+};
+
 /// Judges every response: it must carry v0 with `fp0` or `target` with `target_fp`, v0 before the commit and the
-/// target after it.
-ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWindow& window, const std::string& fp0,
-                        uint32_t target, const std::string& target_fp);
+/// target after it. A response whose token versions differ (in_place) is wrong unless the cell accepts mixed
+/// responses; an aborted one is counted and its (partial) fingerprint not judged.
+ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWindow& window,
+                        const ProbeExpectation& expect);
 
 /// fresh_engines_agree: this trial's v0 fingerprint equals the previous trial's.
 Check check_fresh_engines_agree(const std::string& fp0, const std::string& previous);

@@ -38,7 +38,10 @@ namespace time_keys {
 inline constexpr const char* kNativeLoad = "native_load";  ///< the trial's boot (native load of v0)
 inline constexpr const char* kPrepare = "prepare";         ///< the prepare call
 inline constexpr const char* kCommit = "commit";           ///< the commit call as the client timed it
-inline constexpr const char* kPause = "pause";             ///< scheduler gate closed (the engine's report)
+inline constexpr const char* kPause = "pause";             ///< scheduler gate closed (the engine's report; absent
+                                                          ///< when the engine measures none)
+inline constexpr const char* kPauseBound = "pause_bound";  ///< the commit call(s) as the client timed them: the
+                                                          ///< pause's upper bound
 inline constexpr const char* kEnvelope = "envelope";       ///< prepare start -> first response at the target
 inline constexpr const char* kMaxStall = "max_stall";      ///< largest gap between decode steps the client saw
 inline constexpr const char* kCuptiOverhead = "cupti_overhead";  ///< pause time spent starting/stopping CUPTI
@@ -126,6 +129,8 @@ struct Cell {
   SyncOptions sync;
   std::string runtime;  ///< native | gvisor | user launcher name
   std::string engine;   ///< embedded-cpu | ...
+  std::string protocol;  ///< http engines: the weight-update API (sglang, vllm, ...); empty for embedded ones
+  std::optional<PauseMode> pause_mode;  ///< as the cell named it; nullopt: the protocol's or engine's default
   int64_t tp = 1;
   int64_t n = 0;  ///< trials requested
   Status status = Status::Pass;
@@ -138,7 +143,7 @@ struct Cell {
   bool operator==(const Cell&) const = default;
   /// The mode as tables and comparisons name it (SyncOptions::label): "cpu+device-delta", "refit+shm", so the
   /// strategies of one model are never averaged together.
-  std::string mode_label() const { return sync.label(); }
+  std::string mode_label() const { return cell_mode_label(sync, protocol, pause_mode); }
 };
 
 /// A whole results.json: one host's run, or several merged (then `hosts` lists each host's context).

@@ -147,6 +147,11 @@ Cell parse_cell(const json& j, const std::string& where) {
   read_sync_fields(j, v.sync, c.where());
   v.runtime = c.required<std::string>("runtime");
   v.engine = c.required<std::string>("engine");
+  v.protocol = c.optional<std::string>("protocol").value_or("");
+  if (auto pause = c.optional<std::string>("pause_mode")) {
+    v.pause_mode = parse_pause_mode(*pause);
+    if (!v.pause_mode) throw std::runtime_error(fmt::format("{}: unknown pause_mode '{}'", c.where(), *pause));
+  }
   v.tp = c.required<int64_t>("tp");
   v.n = c.required<int64_t>("n");
   v.status = parse_status(c.required<std::string>("status"), c.where());
@@ -259,6 +264,8 @@ void to_json(json& j, const Cell& v) {
   write_sync_fields(v.sync, j);
   j["runtime"] = v.runtime;
   j["engine"] = v.engine;
+  if (!v.protocol.empty()) j["protocol"] = v.protocol;
+  if (v.pause_mode) j["pause_mode"] = std::string(name_of(*v.pause_mode));
   j["tp"] = v.tp;
   j["n"] = v.n;
   j["status"] = status_name(v.status);

@@ -22,6 +22,8 @@ Table summary_table(std::span<const Cell> cells) {
                {"Runtime", MetricKind::Text},
                {"n", MetricKind::Count},
                {"Pause range", MetricKind::DurationRange},
+               {"Pause ≤ commit call", MetricKind::DurationRange},
+               {"Max stall range", MetricKind::DurationRange},
                {"Complete loop range", MetricKind::DurationRange},
                {"Checks", MetricKind::Text}};
   std::vector<ConfigKey> keys;
@@ -35,7 +37,9 @@ Table summary_table(std::span<const Cell> cells) {
   for (size_t i = 0; i < cells.size(); ++i) {
     const Cell& c = cells[i];
     std::vector<Value> row = {labels[i], c.mode_label(), c.runtime, static_cast<double>(c.trials.size()),
-                              range_of(c, time_keys::kPause), range_of(c, time_keys::kEnvelope), verdict_text(cell_verdict(c))};
+                              range_of(c, time_keys::kPause), range_of(c, time_keys::kPauseBound),
+                              range_of(c, time_keys::kMaxStall), range_of(c, time_keys::kEnvelope),
+                              verdict_text(cell_verdict(c))};
     if (several_hosts) row.insert(row.begin() + 3, c.host);
     t.rows.push_back(std::move(row));
   }

@@ -7,6 +7,7 @@
 #include "cli/cmd_report.hpp"
 #include "engine/cuda/cuda_ipc.hpp"
 #include "cli/commands.hpp"
+#include "engine_api/protocols/protocol.hpp"
 #include "cli/enum_option.hpp"
 #include "core/errors.hpp"
 #include "modes/refit/host_device_ipc.hpp"
@@ -59,7 +60,13 @@ int main(int argc, char** argv) {
   cell->group("");  // internal
 
   wsb::ServeArgs serve_args;
-  auto* serve = app.add_subcommand("serve", "the embedded engine as an HTTP server (SGLang-fork endpoints) on loopback");
+  auto* serve = app.add_subcommand("serve", "the embedded engine behind a real engine's weight-update HTTP API on loopback");
+  serve->add_option("--protocol", serve_args.protocol,
+                    "the API to speak: sglang | stitch-v0.5.15 | stitch-v0.5.15-host-runtime | stitch-v0.5.16 | "
+                    "stitch-staging | vllm")
+      ->check(CLI::IsMember(wsb::protocol_names()));
+  serve->add_option("--weight-version", serve_args.weight_version,
+                    "the version text reported at boot (as the real servers' flag); absent: \"default\"");
   serve->add_option("--model", serve_args.model, "profile id")->required();
   // Served engines run the store modes; refit streams from an in-process trainer simulator.
   serve->add_option("--mode", serve_args.sync.mode, "sync mode: disk | cpu")

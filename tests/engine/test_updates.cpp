@@ -65,7 +65,8 @@ TEST_P(EngineUpdates, UpdateEqualsNativeLoadAndKeepsStorageIdentity) {
   const auto report = engine->prepare(1);
   EXPECT_FALSE(report.already_prepared);
   const auto commit = engine->commit(1);
-  EXPECT_GE(commit.seconds, commit.pause_seconds);
+  ASSERT_TRUE(commit.pause_seconds.has_value());
+  EXPECT_GE(commit.seconds, *commit.pause_seconds);
   const Served v1 = served(*engine);
   EXPECT_EQ(v1, native(1));
   EXPECT_NE(v1.fingerprint, v0.fingerprint);

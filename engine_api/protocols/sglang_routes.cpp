@@ -1,0 +1,11 @@
+#include "engine_api/protocols/factories.hpp"
+
+#include "core/errors.hpp"
+
+namespace wsb {
+
+std::vector<Route> sglang_routes(ServeState&) {
+  throw Error(ErrorKind::State, "routes 'sglang' are not built in this tree yet");
+}
+
+}  // namespace wsb

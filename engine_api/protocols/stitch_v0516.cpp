@@ -1,0 +1,11 @@
+#include "engine_api/protocols/factories.hpp"
+
+#include "core/errors.hpp"
+
+namespace wsb {
+
+std::unique_ptr<Protocol> make_stitch_v0516_protocol() {
+  throw Error(ErrorKind::State, "protocol table 'stitch_v0516' is not built in this tree yet");
+}
+
+}  // namespace wsb
