@@ -2,9 +2,10 @@
 // `wsbench serve --protocol vllm` (vllm_routes.cpp) answer them over an embedded engine, the table parses the
 // answers. A disk reload ends at the target with the storages of a fresh native load; keep spans versions in place,
 // abort ends requests with finish_reason "abort", wait drains before the gate closes; refusals carry vLLM's status
-// and error shapes.
+// and error shapes; every request and answer fits the recorded fixtures (tests/fixtures/protocols/vllm/).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -14,13 +15,10 @@
 #include "engine_api/protocols/vllm_wire.hpp"
 #include "models/forward/forward.hpp"
 #include "publisher/publisher.hpp"
+#include "tests/support/protocol_fixtures.hpp"
 #include "tests/support/test_support.hpp"
 #include "tests/support/wait_until.hpp"
 
-#if __has_include("tests/support/protocol_fixtures.hpp")
-#include "tests/support/protocol_fixtures.hpp"
-#define WSBENCH_HAVE_PROTOCOL_FIXTURES 1
-#endif
 
 namespace wsb {
 namespace {
@@ -455,7 +453,6 @@ TEST_F(VllmProtocol, PauseAndResumeAnswerAsVllm) {
 }
 
 
-#ifdef WSBENCH_HAVE_PROTOCOL_FIXTURES
 // Every request the table builds conforms to the recorded vLLM fixtures: body fields, types, enums and required
 // fields; query parameters declared with their values in range.
 TEST_F(VllmProtocol, EveryRequestConformsToTheRecordedFixtures) {
@@ -489,7 +486,37 @@ TEST_F(VllmProtocol, EveryRequestConformsToTheRecordedFixtures) {
     }
   }
 }
-#endif
 
+// Every answer of the routes, through a whole update, has the recorded response's fields and types (the wsbench
+// extras aside, which only a request with the extras header gets).
+TEST_F(VllmProtocol, EveryAnswerConformsToTheRecordedFixtures) {
+  const auto check = [&](const HttpRequest& r) {
+    const HttpReply reply = call(r);
+    std::string file = r.path.substr(1);
+    std::replace(file.begin(), file.end(), '/', '_');
+    const json expected = test::load_protocol_fixture("vllm", file).at("response");
+    EXPECT_EQ(reply.status, expected.at("status").get<int>()) << r.endpoint() << ": " << reply.body;
+    if (expected.value("empty", false)) {
+      EXPECT_EQ(reply.body, "") << r.endpoint();
+      return;
+    }
+    EXPECT_EQ(test::field_violations(expected, json::parse(reply.body)), std::vector<std::string>{})
+        << r.endpoint() << ": " << reply.body;
+  };
+  HttpRequest completion = protocol_->generate(probe());
+  completion.extras = false;
+  check(completion);
+  check(protocol_->weight_version());
+  check(*protocol_->checksums());
+  check(protocol_->health());
+  check(HttpRequest{"GET", "/is_paused", {}, std::nullopt});
+  for (const CommitCall& c : protocol_->commit(spec(PauseMode::InPlace))) check(c.request);
+  check(HttpRequest{"POST", "/init_weight_transfer_engine", {}, json{{"init_info", json::object()}}});
+  check(HttpRequest{"POST", "/start_weight_update", {}, std::nullopt});
+  check(HttpRequest{"POST", "/update_weights", {}, json{{"update_info", {{"path", materialize(kTarget).string()}}}}});
+  check(HttpRequest{"POST", "/finish_weight_update", {}, json{{"weight_version", "2"}}});
+  check(protocol_->weight_version());
+  check(completion);
+}
 }  // namespace
 }  // namespace wsb
