@@ -36,13 +36,16 @@
 //   (vllm-project/vllm@d5dba2d7b0ab:vllm/entrypoints/openai/completion/protocol.py `class CompletionRequest`,
 //   `class CompletionLogProbs`, `class CompletionResponseChoice`: choices[0].token_ids and
 //   choices[0].logprobs.token_logprobs, one per output token). vLLM reports no weight version per response; wsbench
-//   serve's extras add choices[0].wsbench_{weight_version, token_versions, step_times, restarts}.
+//   serve's extras add choices[0].wsbench_{weight_version, token_versions, step_times (CLOCK_MONOTONIC seconds),
+//   restarts}.
 #include <fmt/format.h>
 
 #include <cctype>
 #include <charconv>
+#include <chrono>
 
 #include "core/errors.hpp"
+#include "core/phase_log.hpp"
 #include "engine_api/protocols/factories.hpp"
 #include "engine_api/protocols/vllm_wire.hpp"
 
@@ -65,6 +68,14 @@ std::optional<PauseMode> pause_mode_of(std::string_view value) {
   if (value == "wait") return PauseMode::Drain;
   if (value == "keep") return PauseMode::InPlace;
   return std::nullopt;
+}
+
+double monotonic_offset() {
+  static const double offset = [] {
+    const double process = steady_seconds();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() - process;
+  }();
+  return offset;
 }
 
 std::optional<ChecksumKey> split_checksum_key(std::string_view key) {
@@ -205,7 +216,7 @@ class VllmProtocol final : public Protocol {
           throw Error(ErrorKind::Format,
                       fmt::format("{}: field 'wsbench_step_times' must hold numbers, got {}", extras, t.dump()));
         }
-        r.step_times.push_back(t.get<double>());
+        r.step_times.push_back(t.get<double>() - vllm::monotonic_offset());
       }
     }
     if (auto it = choice.find("wsbench_restarts"); it != choice.end()) {

@@ -490,7 +490,9 @@ HttpReply completions(Server& server, const HttpRequest& request) {
     for (const WeightVersion& v : result.token_versions) versions.push_back(v.text);
     choice["wsbench_weight_version"] = result.version.text;
     choice["wsbench_token_versions"] = versions;
-    choice["wsbench_step_times"] = r.step_times;
+    json steps = json::array();
+    for (double t : r.step_times) steps.push_back(t + vllm::monotonic_offset());  // the host's clock on the wire
+    choice["wsbench_step_times"] = steps;
     choice["wsbench_restarts"] = r.restarts;
   }
   uint64_t id = 0;

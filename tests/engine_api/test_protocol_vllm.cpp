@@ -250,7 +250,12 @@ TEST_F(VllmProtocol, FullUpdateEndsAtTargetWithNativeStorages) {
   const RankChecksums after = checksums();
   EXPECT_EQ(after.ranks, v2_checksums);
   EXPECT_FALSE(after.basis.empty());
+  const double sent = steady_seconds();
   const GenerateResult answer = generate(probe());
+  // The decode steps, back on this process's clock after the trip through the host's.
+  ASSERT_FALSE(answer.response.step_times.empty());
+  EXPECT_GE(answer.response.step_times.front(), sent - 1e-6);
+  EXPECT_LE(answer.response.step_times.back(), steady_seconds() + 1e-6);
   EXPECT_EQ(fingerprint(answer.response), v2_prints[0]);
   EXPECT_EQ(answer.version.text, "2");
   ASSERT_EQ(answer.token_versions.size(), answer.response.output_ids.size());
