@@ -147,6 +147,8 @@ class Engine {
   std::vector<std::vector<StoragePointer>> storage_pointers() const;
 
   uint32_t weight_version() const { return weight_version_.load(); }
+  /// The options the engine was built with (a server's routes read the store and the sync mode it runs).
+  const EngineOptions& options() const { return options_; }
   bool healthy() const { return healthy_.load(); }
   const std::vector<RankLayout>& layouts() const { return layouts_; }
   const SyncMode& mode() const { return *mode_; }

@@ -76,7 +76,7 @@ struct EngineLaunch {
   std::string protocol = "stitch-staging";  ///< http only: engine_api/protocols/protocol.hpp
   /// What requests in flight see during a commit (core/pause_mode.hpp); nullopt: the protocol's default (http), the
   /// engine's retract (embedded).
-  std::optional<PauseMode> pause_mode;
+  std::optional<PauseMode> pause_mode{};
   std::optional<int> layers{}, experts{};  ///< the profile's scale ({layers}, {experts} of the server command)
 };
 

@@ -36,13 +36,15 @@ class PauseModes : public ::testing::Test {
     engine->load_native(checkpoint, version);
     return engine;
   }
-  /// A long request started on another thread, returned once the engine is decoding it.
+  /// A long request started on another thread, returned once the engine is decoding it and has had time to emit
+  /// output tokens (its prefill is a dozen steps of thousands).
   std::future<GenerateResponse> start_long() {
     GenerateRequest r;
     r.input_ids = tokenize_bytes(kPrompt);
     r.max_new_tokens = kLong;
     auto future = std::async(std::launch::async, [this, r] { return engine_->generate(r); });
     EXPECT_TRUE(test::wait_until([&] { return engine_->debug_requests_held() == 1; }, "the long request to start"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return future;
   }
   GenerateResponse fresh(Engine& engine) {
