@@ -20,7 +20,7 @@ namespace wsb {
 class EngineClient {
  public:
   virtual ~EngineClient() = default;
-  /// response.weight_version is the served version's number; token_versions when the engine reports them.
+  /// response.weight_version is the served version's number; step_versions when the engine reports them.
   virtual GenerateResponse generate(const GenerateRequest& request) = 0;
   virtual PrepareReport prepare(uint32_t target) = 0;
   /// report.seconds: the commit as this client timed it (for a protocol with pause and continue calls, from the

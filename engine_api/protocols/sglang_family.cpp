@@ -4,6 +4,7 @@
 
 
 #include "core/errors.hpp"
+#include "core/phase_log.hpp"
 
 namespace wsb::sglang {
 namespace {
@@ -31,21 +32,22 @@ void parse_extras(const json& meta, GenerateResult& result, const std::string& e
     if (!it->is_array()) format_error(endpoint, "field 'meta_info.wsbench_step_times' must be a list");
     for (const json& t : *it) {
       if (!t.is_number()) format_error(endpoint, "meta_info.wsbench_step_times holds a non-number");
-      result.response.step_times.push_back(t.get<double>());
+      result.response.step_times.push_back(steady_from_monotonic(t.get<double>()));
     }
   }
   if (auto it = meta.find("wsbench_restarts"); it != meta.end()) {
     if (!it->is_number_integer()) format_error(endpoint, "field 'meta_info.wsbench_restarts' must be an integer");
     result.response.restarts = it->get<int>();
   }
-  if (auto it = meta.find("wsbench_token_versions"); it != meta.end()) {
-    if (!it->is_array()) format_error(endpoint, "field 'meta_info.wsbench_token_versions' must be a list");
+  if (auto it = meta.find("wsbench_step_versions"); it != meta.end()) {
+    if (!it->is_array()) format_error(endpoint, "field 'meta_info.wsbench_step_versions' must be a list");
     for (const json& v : *it) {
-      result.token_versions.push_back(WeightVersion::from_json(v, endpoint + ": meta_info.wsbench_token_versions"));
+      result.step_versions.push_back(WeightVersion::from_json(v, endpoint + ": meta_info.wsbench_step_versions"));
     }
-    if (result.token_versions.size() != result.response.output_ids.size()) {
-      format_error(endpoint, fmt::format("meta_info.wsbench_token_versions has {} entries for {} output tokens",
-                                         result.token_versions.size(), result.response.output_ids.size()));
+    if (result.step_versions.size() < result.response.output_ids.size()) {
+      format_error(endpoint, fmt::format("meta_info.wsbench_step_versions has {} entries for {} output tokens (one per "
+                                         "step, prompt steps first)",
+                                         result.step_versions.size(), result.response.output_ids.size()));
     }
   }
 }

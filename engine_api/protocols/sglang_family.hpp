@@ -30,14 +30,14 @@ std::string version_text(uint32_t version);
 /// POST /generate of the fixed greedy probe: {input_ids, sampling_params{temperature: 0, max_new_tokens,
 /// ignore_eos: true}, return_logprob, logprob_start_len: -1} (io:154-212; the Stitch profiler's probe,
 /// S:tools/profiling/_delta_weight_update.py:183-221), with the X-Wsbench-Extras header set so that wsbench serve
-/// adds its step times, restarts and per-token versions (real servers ignore the header).
+/// adds its step times, restarts and per-step versions (real servers ignore the header).
 HttpRequest generate_request(const GenerateRequest& request);
 
 /// A /generate answer: {text, output_ids, meta_info{weight_version: str, finish_reason{type, ...},
 /// output_token_logprobs: [[logprob, id, text|null]], ...}} (tm:1926-1932, 2220; sb:193-220). finish_reason.type
 /// "abort" becomes "abort", every other type ("length", "stop") "length"; the optional wsbench extras
 /// meta_info.wsbench_step_times (steady seconds of each forward step), wsbench_restarts and
-/// wsbench_token_versions (strings) fill step_times, restarts and token_versions. Throws Error(Format) naming the
+/// wsbench_step_versions (strings) fill step_times, restarts and step_versions. Throws Error(Format) naming the
 /// endpoint and the field when a field is missing or has another type, or when a logprob entry names another token
 /// than output_ids.
 GenerateResult parse_generate(const nlohmann::json& reply);

@@ -12,6 +12,7 @@
 #include <shared_mutex>
 
 #include "core/errors.hpp"
+#include "core/phase_log.hpp"
 #include "models/forward/forward.hpp"
 
 namespace wsb::sglang {
@@ -397,10 +398,12 @@ HttpReply FamilyServer::generate(const HttpRequest& http) {
   }
   if (http.extras) {
     json versions = json::array();
-    for (const auto& v : result.token_versions) versions.push_back(v.text);
-    meta["wsbench_step_times"] = r.step_times;
+    for (const auto& v : result.step_versions) versions.push_back(v.text);
+    json steps = json::array();
+    for (double t : r.step_times) steps.push_back(monotonic_from_steady(t));  // host clock: the client's too
+    meta["wsbench_step_times"] = steps;
     meta["wsbench_restarts"] = r.restarts;
-    meta["wsbench_token_versions"] = versions;
+    meta["wsbench_step_versions"] = versions;
   }
   return json_reply(200, json{{"text", r.text}, {"output_ids", r.output_ids}, {"meta_info", meta}});
 }

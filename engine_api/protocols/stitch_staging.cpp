@@ -14,7 +14,9 @@ class StitchStagingProtocol final : public sglang::FamilyProtocol {
   std::string_view name() const override { return "stitch-staging"; }
   std::vector<SyncModeKind> modes() const override { return {SyncModeKind::Disk, SyncModeKind::Cpu}; }
   /// The client pauses in_place around every commit (`def pause`: {"mode": "in_place"}).
-  PauseMode default_pause_mode() const override { return PauseMode::InPlace; }
+  // Drain, not the Stitch client's in_place: a cell that names no pause mode serves exact responses only (in_place
+  // is the explicit axis value, with accept_mixed_responses).
+  PauseMode default_pause_mode() const override { return PauseMode::Drain; }
   bool server_prepares(SyncModeKind) const override { return true; }
 
   /// POST /prepare_weight_update {checkpoint_source_dir: the folder of the weight_vNNNNNN/ directories,

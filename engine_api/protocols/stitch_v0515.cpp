@@ -25,7 +25,9 @@ class StitchV0515Protocol final : public sglang::FamilyProtocol {
     return {SyncModeKind::Disk};
   }
   /// The client's default commit mode (stitch@98f8807 src/stitch/sync.py:58).
-  PauseMode default_pause_mode() const override { return PauseMode::InPlace; }
+  // Drain, not the Stitch client's in_place: a cell that names no pause mode serves exact responses only (in_place
+  // is the explicit axis value, with accept_mixed_responses).
+  PauseMode default_pause_mode() const override { return PauseMode::Drain; }
   bool server_prepares(SyncModeKind) const override { return true; }
 
   /// POST /pull_weights {local_checkpoint_dir, source_dir: the folder of the weight_vNNNNNN/ directories,

@@ -33,7 +33,9 @@ class StitchV0516Protocol final : public sglang::FamilyProtocol {
   std::string_view name() const override { return "stitch-v0.5.16"; }
   std::vector<SyncModeKind> modes() const override { return {SyncModeKind::Disk, SyncModeKind::Cpu}; }
   /// The client's default commit mode: pause in_place, commit, continue (src/stitch/sync.py:76, 163-173).
-  PauseMode default_pause_mode() const override { return PauseMode::InPlace; }
+  // Drain, not the Stitch client's in_place: a cell that names no pause mode serves exact responses only (in_place
+  // is the explicit axis value, with accept_mixed_responses).
+  PauseMode default_pause_mode() const override { return PauseMode::Drain; }
   bool server_prepares(SyncModeKind) const override { return true; }
 
   /// POST /stage_weight_update {base_checkpoint_dir, base_version (the boot version), target_version, destination,

@@ -24,7 +24,7 @@
 // (:930-932); globals at protocol 4 as two memoized strings and STACK_GLOBAL (:1048 save_global); MEMOIZE stores
 // at len(memo) (:1648). pickle.dumps runs the C pickler, Modules/_pickle.c, which follows the same rules (save,
 // _Pickler_OpcodeBoundary, _Pickler_CommitFrame, _Pickler_write_bytes, batch_list_exact); the golden payloads of
-// tests/fixtures/protocols/sglang/, written by it, pin them byte for byte.
+// tests/fixtures/protocols/sglang/tensor_payloads/, written by it, pin them byte for byte.
 
 namespace wsb::torch_pickle {
 namespace {

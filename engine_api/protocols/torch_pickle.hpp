@@ -91,7 +91,9 @@ std::string encode(const std::vector<NamedTensor>& tensors);
 /// unsupported opcode, a global outside the list above (named as module.name), ForkingPickler references to shared
 /// memory, file descriptors or CUDA IPC (rebuild_storage_fd, rebuild_storage_filename, rebuild_cuda_tensor, ...:
 /// wsbench serve accepts only self-contained tensor payloads), torch's UntypedStorage inside `_load_from_bytes`
-/// (which torch 2.11 cannot load, so SGLang would fail too), a view reaching past its storage, data after STOP.
+/// (which torch 2.11 cannot load, so SGLang would fail too), a view reaching past its storage or holding more
+/// elements than it (a broadcast), data after STOP, a root that is not a list of (str, tensor) tuples (so the dict of
+/// load_format "flattened_bucket", weight_updater.py:282-286, is refused too).
 std::vector<NamedTensor> decode(std::string_view pickle_bytes);
 
 /// Standard base64 (RFC 4648 section 4, with padding), as Python's `base64.b64encode` / pybase64 write it; OpenSSL's

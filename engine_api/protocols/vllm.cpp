@@ -36,13 +36,12 @@
 //   (vllm-project/vllm@d5dba2d7b0ab:vllm/entrypoints/openai/completion/protocol.py `class CompletionRequest`,
 //   `class CompletionLogProbs`, `class CompletionResponseChoice`: choices[0].token_ids and
 //   choices[0].logprobs.token_logprobs, one per output token). vLLM reports no weight version per response; wsbench
-//   serve's extras add choices[0].wsbench_{weight_version, token_versions, step_times (CLOCK_MONOTONIC seconds),
-//   restarts}.
+//   serve's extras add choices[0].wsbench_{weight_version, step_versions, step_times (CLOCK_MONOTONIC
+//   seconds), restarts}.
 #include <fmt/format.h>
 
 #include <cctype>
 #include <charconv>
-#include <chrono>
 
 #include "core/errors.hpp"
 #include "core/phase_log.hpp"
@@ -68,14 +67,6 @@ std::optional<PauseMode> pause_mode_of(std::string_view value) {
   if (value == "wait") return PauseMode::Drain;
   if (value == "keep") return PauseMode::InPlace;
   return std::nullopt;
-}
-
-double monotonic_offset() {
-  static const double offset = [] {
-    const double process = steady_seconds();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() - process;
-  }();
-  return offset;
 }
 
 std::optional<ChecksumKey> split_checksum_key(std::string_view key) {
@@ -199,13 +190,13 @@ class VllmProtocol final : public Protocol {
     if (auto it = choice.find("wsbench_weight_version"); it != choice.end()) {
       result.version = WeightVersion::from_json(*it, extras + ".wsbench_weight_version");
     }
-    if (auto it = choice.find("wsbench_token_versions"); it != choice.end()) {
-      if (!it->is_array() || it->size() != r.output_ids.size()) {
-        throw Error(ErrorKind::Format, fmt::format("{}: field 'wsbench_token_versions' must hold one version per "
-                                                   "token id ({}), got {}", extras, r.output_ids.size(),
-                                                   it->dump().substr(0, 200)));
+    if (auto it = choice.find("wsbench_step_versions"); it != choice.end()) {
+      if (!it->is_array() || it->size() < r.output_ids.size()) {
+        throw Error(ErrorKind::Format, fmt::format("{}: field 'wsbench_step_versions' must hold one version per "
+                                                   "step, prompt steps first (at least {}), got {}", extras,
+                                                   r.output_ids.size(), it->dump().substr(0, 200)));
       }
-      for (const json& v : *it) result.token_versions.push_back(WeightVersion::from_json(v, extras));
+      for (const json& v : *it) result.step_versions.push_back(WeightVersion::from_json(v, extras));
     }
     if (auto it = choice.find("wsbench_step_times"); it != choice.end()) {
       if (!it->is_array()) {
@@ -216,7 +207,7 @@ class VllmProtocol final : public Protocol {
           throw Error(ErrorKind::Format,
                       fmt::format("{}: field 'wsbench_step_times' must hold numbers, got {}", extras, t.dump()));
         }
-        r.step_times.push_back(t.get<double>() - vllm::monotonic_offset());
+        r.step_times.push_back(steady_from_monotonic(t.get<double>()));
       }
     }
     if (auto it = choice.find("wsbench_restarts"); it != choice.end()) {

@@ -27,6 +27,7 @@
 #include <mutex>
 
 #include "core/errors.hpp"
+#include "core/phase_log.hpp"
 #include "engine_api/protocols/factories.hpp"
 #include "engine_api/protocols/vllm_wire.hpp"
 #include "models/forward/forward.hpp"
@@ -487,11 +488,11 @@ HttpReply completions(Server& server, const HttpRequest& request) {
   }
   if (request.extras) {
     json versions = json::array();
-    for (const WeightVersion& v : result.token_versions) versions.push_back(v.text);
+    for (const WeightVersion& v : result.step_versions) versions.push_back(v.text);
     choice["wsbench_weight_version"] = result.version.text;
-    choice["wsbench_token_versions"] = versions;
+    choice["wsbench_step_versions"] = versions;
     json steps = json::array();
-    for (double t : r.step_times) steps.push_back(t + vllm::monotonic_offset());  // the host's clock on the wire
+    for (double t : r.step_times) steps.push_back(monotonic_from_steady(t));  // host clock: the client's too
     choice["wsbench_step_times"] = steps;
     choice["wsbench_restarts"] = r.restarts;
   }

@@ -23,11 +23,6 @@ std::optional<std::string_view> pause_query_value(PauseMode mode);
 /// The reverse: nullopt for a value other than abort | wait | keep.
 std::optional<PauseMode> pause_mode_of(std::string_view value);
 
-/// CLOCK_MONOTONIC seconds (std::chrono::steady_clock's epoch, one per host) minus this process's steady_seconds()
-/// (whose epoch is the process's first call): the wsbench extras carry step times on the host's clock, so a client
-/// process can place a server's decode steps on its own timeline.
-double monotonic_offset();
-
 /// Checksum keys of POST /weight_checker: `dp{d}:pp{p}:pcp{c}:tp{t}:[ep{e}:]{tensor}` (0888bfb: "Keys have the
 /// form ..."; later sources add the `ep` field). Splits off the TP rank; another rank field stays in front of the
 /// tensor name when it is not 0, so two pipeline stages of one TP rank never collide while a single-stage engine's

@@ -89,7 +89,7 @@ TEST(SglangProtocol, GenerateAnswersAsTheEngineWithExtrasOnlyWhenAsked) {
   const GenerateResult served = server.driver().generate(probe());
   EXPECT_EQ(fingerprint(served.response), fingerprint(direct));
   EXPECT_TRUE(served.version.is_default());
-  EXPECT_EQ(served.token_versions.size(), direct.output_ids.size());
+  EXPECT_EQ(served.step_versions.size(), direct.step_versions.size());
   EXPECT_EQ(served.response.step_times.size(), direct.step_times.size());
 
   HttpRequest plain = server.protocol().generate(probe());
@@ -102,7 +102,7 @@ TEST(SglangProtocol, GenerateAnswersAsTheEngineWithExtrasOnlyWhenAsked) {
   ASSERT_EQ(reply["meta_info"]["output_token_logprobs"].size(), 6u);
   EXPECT_TRUE(reply["meta_info"]["output_token_logprobs"][0][2].is_null());
   const GenerateResult parsed = server.protocol().parse_generate(reply);
-  EXPECT_TRUE(parsed.token_versions.empty());
+  EXPECT_TRUE(parsed.step_versions.empty());
   EXPECT_EQ(fingerprint(parsed.response), fingerprint(direct));
 }
 
@@ -113,9 +113,9 @@ TEST(SglangProtocol, InPlaceLetsARequestSpanTheCommit) {
   ASSERT_TRUE(test::wait_until([&] { return server.engine().debug_requests_held() > 0; }, "the request in flight"));
   driver.run_commit(server.protocol().commit(server.spec(0, kTarget, SyncModeKind::Disk, PauseMode::InPlace)));
   const GenerateResult result = request.get();
-  ASSERT_FALSE(result.token_versions.empty());
-  EXPECT_TRUE(result.token_versions.front().is_default());
-  EXPECT_EQ(result.token_versions.back().text, "3");
+  ASSERT_FALSE(result.step_versions.empty());
+  EXPECT_TRUE(result.step_versions.front().is_default());
+  EXPECT_EQ(result.step_versions.back().text, "3");
   EXPECT_EQ(result.version.text, "3");
   EXPECT_EQ(result.response.finish_reason, "length");
   EXPECT_EQ(result.response.restarts, 0);
@@ -149,7 +149,7 @@ TEST(SglangProtocol, AnUnpausedCommitWaitsForTheRequestInFlight) {
   EXPECT_GT(answered.load(), 0.0);
   EXPECT_LE(answered.load(), committed);
   EXPECT_TRUE(result.version.is_default());
-  for (const auto& v : result.token_versions) EXPECT_TRUE(v.is_default());
+  for (const auto& v : result.step_versions) EXPECT_TRUE(v.is_default());
   EXPECT_EQ(result.response.output_ids.size(), 1500u);
   EXPECT_EQ(driver.weight_version().text, "3");
 }

@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(Tables, StitchUpdate, ::testing::ValuesIn(cases()), cas
 
 TEST(StitchProtocols, DefaultsAndBodiesFollowTheClients) {
   for (const char* name : {"stitch-v0.5.15", "stitch-v0.5.15-host-runtime", "stitch-v0.5.16", "stitch-staging"}) {
-    EXPECT_EQ(make_protocol(name)->default_pause_mode(), PauseMode::InPlace) << name;
+    EXPECT_EQ(make_protocol(name)->default_pause_mode(), PauseMode::Drain) << name;
   }
   ProtocolServer server("stitch-v0.5.16", SyncModeKind::Disk, "0");
   const UpdateSpec spec = server.spec(0, 2, SyncModeKind::Disk, PauseMode::InPlace);
@@ -259,9 +259,9 @@ TEST(StitchProtocols, InPlaceKeepsARequestAcrossTheStagedCommit) {
   ASSERT_TRUE(test::wait_until([&] { return server.engine().debug_requests_held() > 0; }, "the request in flight"));
   driver.run_commit(server.protocol().commit(spec));
   const GenerateResult result = request.get();
-  ASSERT_FALSE(result.token_versions.empty());
-  EXPECT_EQ(result.token_versions.front().text, "0");
-  EXPECT_EQ(result.token_versions.back().text, "3");
+  ASSERT_FALSE(result.step_versions.empty());
+  EXPECT_EQ(result.step_versions.front().text, "0");
+  EXPECT_EQ(result.step_versions.back().text, "3");
   EXPECT_EQ(result.response.finish_reason, "length");
 }
 

@@ -258,8 +258,8 @@ TEST_F(VllmProtocol, FullUpdateEndsAtTargetWithNativeStorages) {
   EXPECT_LE(answer.response.step_times.back(), steady_seconds() + 1e-6);
   EXPECT_EQ(fingerprint(answer.response), v2_prints[0]);
   EXPECT_EQ(answer.version.text, "2");
-  ASSERT_EQ(answer.token_versions.size(), answer.response.output_ids.size());
-  for (const auto& v : answer.token_versions) EXPECT_EQ(v.text, "2");
+  ASSERT_EQ(answer.step_versions.size(), answer.response.step_times.size());  // one per step
+  for (const auto& v : answer.step_versions) EXPECT_EQ(v.text, "2");
   EXPECT_EQ(answer.response.logprobs.size(), answer.response.output_ids.size());
   EXPECT_FALSE(answer.response.step_times.empty());
 
@@ -280,13 +280,14 @@ TEST_F(VllmProtocol, KeepContinuesRequestsInPlaceAcrossVersions) {
   const GenerateResult held = long_request.get();
   EXPECT_EQ(held.response.finish_reason, "length");
   EXPECT_EQ(held.response.restarts, 0);
-  ASSERT_EQ(held.token_versions.size(), static_cast<size_t>(tokens));
-  // The tokens decoded before the pause at 0, the rest on the new weights with the KV they had.
-  EXPECT_EQ(held.token_versions.front().text, "0");
-  EXPECT_EQ(held.token_versions.back().text, "2");
-  const auto first_new = std::find_if(held.token_versions.begin(), held.token_versions.end(),
+  EXPECT_EQ(held.response.output_ids.size(), static_cast<size_t>(tokens));
+  ASSERT_EQ(held.step_versions.size(), held.response.step_times.size());  // one per step, prompt steps first
+  // The steps run before the pause at 0, the rest on the new weights with the KV they had.
+  EXPECT_EQ(held.step_versions.front().text, "0");
+  EXPECT_EQ(held.step_versions.back().text, "2");
+  const auto first_new = std::find_if(held.step_versions.begin(), held.step_versions.end(),
                                       [](const WeightVersion& v) { return v.text == "2"; });
-  EXPECT_TRUE(std::all_of(first_new, held.token_versions.end(), [](const WeightVersion& v) { return v.text == "2"; }));
+  EXPECT_TRUE(std::all_of(first_new, held.step_versions.end(), [](const WeightVersion& v) { return v.text == "2"; }));
   EXPECT_EQ(held.version.text, "2");
   EXPECT_TRUE(version().is(kTarget));
 }
@@ -298,7 +299,7 @@ TEST_F(VllmProtocol, AbortEndsRequestsInFlight) {
   const GenerateResult aborted = long_request.get();  // answered by the pause itself
   EXPECT_EQ(aborted.response.finish_reason, "abort");
   EXPECT_FALSE(aborted.response.output_ids.empty());
-  for (const auto& v : aborted.token_versions) EXPECT_EQ(v.text, "0");
+  for (const auto& v : aborted.step_versions) EXPECT_EQ(v.text, "0");
   run(calls, CallRole::Commit);
   run(calls, CallRole::Continue);
   const auto [v2_checksums, v2_prints] = native(kTarget, {probe()});
@@ -318,7 +319,7 @@ TEST_F(VllmProtocol, WaitDrainsThenHoldsNewRequestsForTheTarget) {
   EXPECT_LT(drained.response.step_times.back(), paused_at) << "a decode step after /pause?mode=wait returned";
   EXPECT_EQ(drained.response.finish_reason, "length");
   EXPECT_EQ(fingerprint(drained.response), v0_prints[0]);
-  for (const auto& v : drained.token_versions) EXPECT_EQ(v.text, "0");
+  for (const auto& v : drained.step_versions) EXPECT_EQ(v.text, "0");
   // Sent while paused: held until /resume, answered on the target.
   auto during = std::async(std::launch::async, [this] { return generate(probe()); });
   ASSERT_TRUE(test::wait_until([&] { return engine_->debug_requests_held() == 1; }, "the request sent in the pause"));

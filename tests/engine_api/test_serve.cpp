@@ -35,6 +35,7 @@ class Serve : public ::testing::Test {
     l.protocol = protocol;
     l.options.profile = test::tiny_profile();
     l.options.tp = 2;
+    l.options.sync = test::sync_of("disk");
     l.options.store = dir_ / "store";
     l.options.workdir = dir_ / ("work-" + protocol + std::to_string(boots_++));
     l.server.self = fs::path(WSBENCH_BINARY_DIR) / "wsbench";

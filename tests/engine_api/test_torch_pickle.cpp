@@ -22,7 +22,8 @@ using json = nlohmann::json;
 using torch_pickle::NamedTensor;
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = fs::path(WSBENCH_FIXTURES_DIR) / "protocols" / "sglang";
+// A subfolder: every *.json directly in protocols/sglang/ is an endpoint fixture (tests/support/protocol_fixtures.hpp).
+const fs::path kFixtures = fs::path(WSBENCH_FIXTURES_DIR) / "protocols" / "sglang" / "tensor_payloads";
 
 // The byte pattern of tests/interop/torch_pickle_fixtures.py: byte i = (i * 37 + seed * 11 + 5) & 0xFF, BOOL bit 0.
 std::vector<uint8_t> pattern(size_t n, int seed, DType dtype) {

@@ -21,7 +21,7 @@ has it) and the test executable test_engine_api_torch_pickle, and checks:
 
 Usage:
   python3 tests/interop/torch_pickle_check.py --wsbench-test-bin build/tests/test_engine_api_torch_pickle [--out DIR]
-  python3 tests/interop/torch_pickle_check.py --write-real-fixtures tests/fixtures/protocols/sglang
+  python3 tests/interop/torch_pickle_check.py --write-real-fixtures tests/fixtures/protocols/sglang/tensor_payloads
 
 The second form only writes the torch2xx_* payloads and their expectations that the C++ test reads (the committed
 ones come from torch 2.11.0+cu130). Exit codes: 0 every check passed; 1 a mismatch (or the executable failed);

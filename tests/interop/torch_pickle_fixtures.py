@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the golden torch pickles of tests/fixtures/protocols/sglang/ without torch.
+"""Writes the golden torch pickles of tests/fixtures/protocols/sglang/tensor_payloads/ without torch.
 
 The payloads are what `pickle.dumps([(name, tensor), ...], protocol=4)` writes for contiguous CPU tensors in torch
 2.11, the representation wsb::torch_pickle::encode emits (engine_api/protocols/torch_pickle.hpp says why SGLang's
@@ -28,7 +28,7 @@ with the key list inside one `_load_from_bytes` payload.
 Tensor bytes follow `pattern(nbytes, seed)`; `tensor_payload_expected.json` lists each file's tensors (name, wsbench
 dtype, shape, seed), and tests/engine_api/test_torch_pickle.cpp regenerates the bytes from it.
 
-Usage: python3 tests/interop/torch_pickle_fixtures.py [--out tests/fixtures/protocols/sglang]
+Usage: python3 tests/interop/torch_pickle_fixtures.py [--out tests/fixtures/protocols/sglang/tensor_payloads]
 Needs only the standard library; `torch_pickle_check.py` checks the same representation against real torch.
 """
 
@@ -223,7 +223,7 @@ def tensor_bytes(dtype, shape, seed):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "fixtures", "protocols",
-                                                       "sglang"))
+                                                       "sglang", "tensor_payloads"))
     args = parser.parse_args()
     torch = install_stand_ins()
     os.makedirs(args.out, exist_ok=True)
