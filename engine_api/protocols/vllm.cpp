@@ -21,8 +21,7 @@
 //   strings). The weight-transfer session (/start_weight_update, /update_weights, /finish_weight_update) carries no
 //   checkpoint path with the backends vLLM registers (nccl, ipc, sparse_nccl:
 //   vllm-project/vllm@047c993cc49c:vllm/distributed/weight_transfer/factory.py, the `register_engine` calls at its
-//   end); a shared-disk backend taking
-//   update_info {path} exists only as a draft (vllm-project/vllm@3b98defb1248:
+//   end); a shared-disk backend taking update_info {path} exists only as a draft (vllm-project/vllm@3b98defb1248:
 //   vllm/distributed/weight_transfer/disk_engine.py), so the reload does not use it.
 // - A reload leaves the reported version alone; POST /update_weight_version {new_version} sets it and answers
 //   {"success": true, "new_version"}; GET /weight_info answers {"weight_version"}
