@@ -129,9 +129,11 @@ RankChecksums parse_checksums(const json& reply) {
     const json& rank = ranks[i];
     size_t index = i;
     if (rank.is_object()) {
-      if (auto info = rank.find("parallelism_info"); info != rank.end() && info->is_object()) {
-        if (auto tp = info->find("tp_rank"); tp != info->end() && tp->is_number_unsigned()) {
-          index = tp->get<size_t>();
+      if (auto it = rank.find("parallelism_info"); it != rank.end()) {
+        // One object upstream; a list of one entry per role (target first) on the staging fork.
+        const json* info = it->is_array() && !it->empty() ? &(*it)[0] : &*it;
+        if (info->is_object()) {
+          if (auto tp = info->find("tp_rank"); tp != info->end() && tp->is_number_unsigned()) index = tp->get<size_t>();
         }
       }
     }

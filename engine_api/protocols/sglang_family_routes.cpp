@@ -459,11 +459,13 @@ HttpReply FamilyServer::weights_checker(const HttpRequest& request) {
     }
     const std::string per_gpu = sha256_hex(pairs);
     engine_digest += per_gpu;
-    ranks.push_back({{"checksums", names},
-                     {"per_gpu_checksum", per_gpu},
-                     {"parallelism_info",
-                      {{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1}, {"pp_rank", 0},
-                       {"pp_size", 1}, {"rank", r}, {"size", tp}}}});
+    json parallelism{{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1}, {"pp_rank", 0},
+                     {"pp_size", 1}, {"rank", r}, {"size", tp}};
+    if (parallelism_per_role_) {
+      parallelism["role"] = "target";
+      parallelism = json::array({parallelism});
+    }
+    ranks.push_back({{"checksums", names}, {"per_gpu_checksum", per_gpu}, {"parallelism_info", parallelism}});
   }
   return update_reply(true, "Success.", json{{"ranks", ranks}, {"per_engine_checksum", sha256_hex(engine_digest)}});
 }
