@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 
 #include "core/errors.hpp"
+#include "core/phase_log.hpp"
 
 namespace wsb::sglang {
 namespace {
@@ -25,13 +28,22 @@ int32_t token_id(const json& j, const std::string& where, const std::string& end
   return j.get<int32_t>();
 }
 
+/// CLOCK_MONOTONIC seconds minus this process's steady_seconds(), fixed at the first call.
+double monotonic_offset() {
+  static const double offset = [] {
+    const double process = steady_seconds();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() - process;
+  }();
+  return offset;
+}
+
 /// The optional wsbench extras of meta_info (engine_api/protocols/sglang_family_routes.hpp writes them).
 void parse_extras(const json& meta, GenerateResult& result, const std::string& endpoint) {
   if (auto it = meta.find("wsbench_step_times"); it != meta.end()) {
     if (!it->is_array()) format_error(endpoint, "field 'meta_info.wsbench_step_times' must be a list");
     for (const json& t : *it) {
       if (!t.is_number()) format_error(endpoint, "meta_info.wsbench_step_times holds a non-number");
-      result.response.step_times.push_back(t.get<double>());
+      result.response.step_times.push_back(from_monotonic(t.get<double>()));
     }
   }
   if (auto it = meta.find("wsbench_restarts"); it != meta.end()) {
@@ -51,6 +63,9 @@ void parse_extras(const json& meta, GenerateResult& result, const std::string& e
 }
 
 }  // namespace
+
+double to_monotonic(double steady) { return steady + monotonic_offset(); }
+double from_monotonic(double monotonic) { return monotonic - monotonic_offset(); }
 
 std::string version_text(uint32_t version) { return std::to_string(version); }
 

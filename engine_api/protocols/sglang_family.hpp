@@ -27,6 +27,12 @@ inline constexpr double kUpdateTimeoutS = 600;
 /// wsbench's six digits (S:src/stitch/engines/sglang.py:121; H:python/sglang/srt/weight_sync/host_runtime.py:211).
 std::string version_text(uint32_t version);
 
+/// A time of this process's steady_seconds() (whose epoch is the process's first call) as CLOCK_MONOTONIC seconds
+/// (std::chrono::steady_clock's epoch, shared by every process of the host), and back: the wire form of
+/// meta_info.wsbench_step_times, so a client compares a server's step times with its own clock.
+double to_monotonic(double steady);
+double from_monotonic(double monotonic);
+
 /// POST /generate of the fixed greedy probe: {input_ids, sampling_params{temperature: 0, max_new_tokens,
 /// ignore_eos: true}, return_logprob, logprob_start_len: -1} (io:154-212; the Stitch profiler's probe,
 /// S:tools/profiling/_delta_weight_update.py:183-221), with the X-Wsbench-Extras header set so that wsbench serve
@@ -36,7 +42,8 @@ HttpRequest generate_request(const GenerateRequest& request);
 /// A /generate answer: {text, output_ids, meta_info{weight_version: str, finish_reason{type, ...},
 /// output_token_logprobs: [[logprob, id, text|null]], ...}} (tm:1926-1932, 2220; sb:193-220). finish_reason.type
 /// "abort" becomes "abort", every other type ("length", "stop") "length"; the optional wsbench extras
-/// meta_info.wsbench_step_times (steady seconds of each forward step), wsbench_restarts and
+/// meta_info.wsbench_step_times (CLOCK_MONOTONIC seconds of each forward step, taken to this process's
+/// steady_seconds()), wsbench_restarts and
 /// wsbench_token_versions (strings) fill step_times, restarts and token_versions. Throws Error(Format) naming the
 /// endpoint and the field when a field is missing or has another type, or when a logprob entry names another token
 /// than output_ids.

@@ -12,6 +12,7 @@
 #include <shared_mutex>
 
 #include "core/errors.hpp"
+#include "engine_api/protocols/sglang_family.hpp"
 #include "models/forward/forward.hpp"
 
 namespace wsb::sglang {
@@ -398,7 +399,9 @@ HttpReply FamilyServer::generate(const HttpRequest& http) {
   if (http.extras) {
     json versions = json::array();
     for (const auto& v : result.token_versions) versions.push_back(v.text);
-    meta["wsbench_step_times"] = r.step_times;
+    json steps = json::array();
+    for (double t : r.step_times) steps.push_back(to_monotonic(t));
+    meta["wsbench_step_times"] = steps;
     meta["wsbench_restarts"] = r.restarts;
     meta["wsbench_token_versions"] = versions;
   }
