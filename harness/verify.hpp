@@ -57,7 +57,9 @@ struct ProbeTally {
   int wrong = 0;           ///< at a version with another fingerprint, or at the wrong version for its time
   int restarts = 0;        ///< requests the engine restarted across the commit (wsbench_restarts)
   int aborted = 0;         ///< requests an abort pause ended early (finish_reason "abort"; not judged further)
-  int mixed = 0;           ///< responses whose tokens span two weight versions (an in_place pause)
+  /// responses whose steps span two weight versions (an in_place pause), or that were in flight across the commit
+  /// of an engine reporting no step versions when the cell accepts mixed responses
+  int mixed = 0;
   std::string first_wrong; ///< what the first wrong or failed response was
   double first_target = -1;  ///< receive time of the first response at the target version, -1 if none
 };

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 
 #include "core/errors.hpp"
 #include "core/phase_log.hpp"
@@ -25,6 +27,7 @@ int32_t token_id(const json& j, const std::string& where, const std::string& end
   if (!j.is_number_integer()) format_error(endpoint, fmt::format("{} must be an integer token id, got {}", where, j.dump()));
   return j.get<int32_t>();
 }
+
 
 /// The optional wsbench extras of meta_info (engine_api/protocols/sglang_family_routes.hpp writes them).
 void parse_extras(const json& meta, GenerateResult& result, const std::string& endpoint) {
@@ -53,6 +56,7 @@ void parse_extras(const json& meta, GenerateResult& result, const std::string& e
 }
 
 }  // namespace
+
 
 std::string version_text(uint32_t version) { return std::to_string(version); }
 
@@ -131,9 +135,11 @@ RankChecksums parse_checksums(const json& reply) {
     const json& rank = ranks[i];
     size_t index = i;
     if (rank.is_object()) {
-      if (auto info = rank.find("parallelism_info"); info != rank.end() && info->is_object()) {
-        if (auto tp = info->find("tp_rank"); tp != info->end() && tp->is_number_unsigned()) {
-          index = tp->get<size_t>();
+      if (auto it = rank.find("parallelism_info"); it != rank.end()) {
+        // One object upstream; a list of one entry per role (target first) on the staging fork.
+        const json* info = it->is_array() && !it->empty() ? &(*it)[0] : &*it;
+        if (info->is_object()) {
+          if (auto tp = info->find("tp_rank"); tp != info->end() && tp->is_number_unsigned()) index = tp->get<size_t>();
         }
       }
     }

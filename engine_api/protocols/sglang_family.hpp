@@ -52,8 +52,8 @@ WeightVersion parse_model_info(const nlohmann::json& reply);
 HttpRequest checksum_request();
 /// {success, message, ranks: [{checksums: {name: 16 hex}, per_gpu_checksum, parallelism_info{tp_rank, ...}}],
 /// per_engine_checksum}, ranks in TP order (U: python/sglang/srt/utils/weight_checker.py:121-156; the same shape
-/// on F and H: python/sglang/srt/managers/tokenizer_control_mixin.py:762-783 there). Index = parallelism_info.tp_rank
-/// when present. Throws Error(State) on success false, Error(Format) for a missing field.
+/// on F and H: python/sglang/srt/managers/tokenizer_control_mixin.py:762-783 there; the staging fork lists
+/// parallelism_info per role). Index = the (first role's) parallelism_info.tp_rank when present. Throws Error(State) on success false, Error(Format) for a missing field.
 RankChecksums parse_checksums(const nlohmann::json& reply);
 
 /// POST /pause_generation {mode} (io:1490-1509; hs:1612-1622). `mode` is retract, in_place or abort; drain has no

@@ -13,6 +13,7 @@
 
 #include "core/errors.hpp"
 #include "core/phase_log.hpp"
+#include "engine_api/protocols/sglang_family.hpp"
 #include "models/forward/forward.hpp"
 
 namespace wsb::sglang {
@@ -462,11 +463,13 @@ HttpReply FamilyServer::weights_checker(const HttpRequest& request) {
     }
     const std::string per_gpu = sha256_hex(pairs);
     engine_digest += per_gpu;
-    ranks.push_back({{"checksums", names},
-                     {"per_gpu_checksum", per_gpu},
-                     {"parallelism_info",
-                      {{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1}, {"pp_rank", 0},
-                       {"pp_size", 1}, {"rank", r}, {"size", tp}}}});
+    json parallelism{{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1}, {"pp_rank", 0},
+                     {"pp_size", 1}, {"rank", r}, {"size", tp}};
+    if (parallelism_per_role_) {
+      parallelism["role"] = "target";
+      parallelism = json::array({parallelism});
+    }
+    ranks.push_back({{"checksums", names}, {"per_gpu_checksum", per_gpu}, {"parallelism_info", parallelism}});
   }
   return update_reply(true, "Success.", json{{"ranks", ranks}, {"per_engine_checksum", sha256_hex(engine_digest)}});
 }

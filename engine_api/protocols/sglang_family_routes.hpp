@@ -106,6 +106,9 @@ class FamilyServer {
 
   /// Records that the engine now serves `engine_version` as `text` (nullopt: the served text is kept).
   void set_served(uint32_t engine_version, const std::optional<std::string>& text);
+  /// /weights_checker reports parallelism_info as a list with one entry per role ({role: "target", ...}), as the
+  /// --weight-update-staging fork does, instead of upstream's one object.
+  void set_parallelism_per_role() { parallelism_per_role_ = true; }
 
  private:
   HttpReply generate(const HttpRequest& request);
@@ -128,6 +131,7 @@ class FamilyServer {
   std::optional<CommitReport> commit_in_pause_;
   std::filesystem::path model_path_;
   uint64_t next_rid_ = 0;
+  bool parallelism_per_role_ = false;
 };
 
 /// Wraps a handler so that InvalidRequest becomes validation_reply.

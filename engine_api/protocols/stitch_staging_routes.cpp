@@ -20,7 +20,9 @@ using json = nlohmann::json;
 
 class StagingServer {
  public:
-  explicit StagingServer(ServeState& state) : server_(state) {}
+  /// parallelism_info per role (io_struct.py `class ChecksumInfo` of modal-projects/sglang@1d420cc80, a
+  /// search-index copy).
+  explicit StagingServer(ServeState& state) : server_(state) { server_.set_parallelism_per_role(); }
 
   std::vector<Route> routes() {
     std::vector<Route> routes = server_.common_routes([this](json& info) {

@@ -4,7 +4,6 @@
 // it; refusals change nothing.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -22,6 +21,12 @@ using json = nlohmann::json;
 using test::ProtocolServer;
 
 constexpr uint32_t kTarget = 3;
+
+/// The fingerprint of `r` as a client sees it over JSON: bytes of the text that are not UTF-8 arrive as U+FFFD.
+std::string wire_fingerprint(const GenerateResponse& r) {
+  const std::string text = json::parse(json(r.text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+  return fingerprint(r.output_ids, text, r.logprobs);
+}
 
 GenerateRequest probe(int tokens = 6) {
   GenerateRequest r;
@@ -87,7 +92,7 @@ TEST(SglangProtocol, GenerateAnswersAsTheEngineWithExtrasOnlyWhenAsked) {
   ProtocolServer server("sglang", SyncModeKind::Disk);
   const GenerateResponse direct = server.engine().generate(probe());
   const GenerateResult served = server.driver().generate(probe());
-  EXPECT_EQ(fingerprint(served.response), fingerprint(direct));
+  EXPECT_EQ(fingerprint(served.response), wire_fingerprint(direct));
   EXPECT_TRUE(served.version.is_default());
   EXPECT_EQ(served.step_versions.size(), direct.step_versions.size());
   EXPECT_EQ(served.response.step_times.size(), direct.step_times.size());
@@ -103,7 +108,7 @@ TEST(SglangProtocol, GenerateAnswersAsTheEngineWithExtrasOnlyWhenAsked) {
   EXPECT_TRUE(reply["meta_info"]["output_token_logprobs"][0][2].is_null());
   const GenerateResult parsed = server.protocol().parse_generate(reply);
   EXPECT_TRUE(parsed.step_versions.empty());
-  EXPECT_EQ(fingerprint(parsed.response), fingerprint(direct));
+  EXPECT_EQ(fingerprint(parsed.response), wire_fingerprint(direct));
 }
 
 TEST(SglangProtocol, InPlaceLetsARequestSpanTheCommit) {
@@ -111,6 +116,8 @@ TEST(SglangProtocol, InPlaceLetsARequestSpanTheCommit) {
   const auto& driver = server.driver();
   auto request = std::async(std::launch::async, [&] { return driver.generate(probe(3000)); });
   ASSERT_TRUE(test::wait_until([&] { return server.engine().debug_requests_held() > 0; }, "the request in flight"));
+  // Some tokens before the pause (a decode step takes well under a millisecond; the request needs thousands).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   driver.run_commit(server.protocol().commit(server.spec(0, kTarget, SyncModeKind::Disk, PauseMode::InPlace)));
   const GenerateResult result = request.get();
   ASSERT_FALSE(result.step_versions.empty());
@@ -136,21 +143,22 @@ TEST(SglangProtocol, AbortEndsTheRequestInFlight) {
 TEST(SglangProtocol, AnUnpausedCommitWaitsForTheRequestInFlight) {
   ProtocolServer server("sglang", SyncModeKind::Disk);
   const auto& driver = server.driver();
-  std::atomic<double> answered{0};
-  auto request = std::async(std::launch::async, [&] {
-    GenerateResult r = driver.generate(probe(1500));
-    answered = steady_seconds();
-    return r;
-  });
+  auto request = std::async(std::launch::async, [&] { return driver.generate(probe(1500)); });
   ASSERT_TRUE(test::wait_until([&] { return server.engine().debug_requests_held() > 0; }, "the request in flight"));
+  const double asked = steady_seconds();
   driver.run_commit(server.protocol().commit(server.spec(0, kTarget, SyncModeKind::Disk, PauseMode::Drain)));
   const double committed = steady_seconds();
   const GenerateResult result = request.get();
-  EXPECT_GT(answered.load(), 0.0);
-  EXPECT_LE(answered.load(), committed);
+  // Every token came from the old weights, and the last one before the commit ended.
+  ASSERT_EQ(result.response.output_ids.size(), 1500u);
+  EXPECT_GT(result.response.step_times.back(), asked);
+  EXPECT_LE(result.response.step_times.back(), committed);
+  EXPECT_EQ(result.response.restarts, 0);
   EXPECT_TRUE(result.version.is_default());
   for (const auto& v : result.step_versions) EXPECT_TRUE(v.is_default());
-  EXPECT_EQ(result.response.output_ids.size(), 1500u);
+  const LastUpdate last = server.state().last_update();
+  ASSERT_TRUE(last.commit);
+  EXPECT_LE(result.response.step_times.back(), committed - last.commit->seconds);
   EXPECT_EQ(driver.weight_version().text, "3");
 }
 

@@ -4,7 +4,9 @@
 // native load; the refusals of each fork's server come back as success false with its message and change nothing.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
+#include <thread>
 #include <tuple>
 
 #include "engine_api/protocols/sglang_family.hpp"
@@ -119,6 +121,24 @@ TEST(StitchProtocols, DefaultsAndBodiesFollowTheClients) {
   EXPECT_EQ(*pull->commit(server.spec(0, 2, SyncModeKind::Cpu, PauseMode::InPlace))[1].request.body,
             (json{{"weight_version", "2"}, {"flush_cache", false}}));
   EXPECT_FALSE((*make_protocol("stitch-v0.5.15")->prepare(spec)->body).contains("prepare"));
+}
+
+TEST(StitchProtocols, EveryBodyTheTablesBuildIsARecordedRequest) {
+  ProtocolServer server("stitch-v0.5.16", SyncModeKind::Disk, "0");
+  for (const char* name : {"sglang", "stitch-v0.5.15", "stitch-v0.5.15-host-runtime", "stitch-v0.5.16", "stitch-staging"}) {
+    SCOPED_TRACE(name);
+    const auto protocol = make_protocol(name);
+    test::expect_recorded(name, protocol->generate(probe()));
+    test::expect_recorded(name, *protocol->checksums());
+    for (SyncModeKind mode : protocol->modes()) {
+      for (PauseMode pause : protocol->pause_modes()) {
+        UpdateSpec spec = server.spec(1, 2, mode, pause);
+        if (!protocol->server_prepares(mode)) spec.checkpoint_dir = server.full_checkpoint(2);
+        if (const auto prepare = protocol->prepare(spec)) test::expect_recorded(name, *prepare);
+        for (const auto& call : protocol->commit(spec)) test::expect_recorded(name, call.request);
+      }
+    }
+  }
 }
 
 /// The prepare of `protocol` with one field replaced.
@@ -257,6 +277,8 @@ TEST(StitchProtocols, InPlaceKeepsARequestAcrossTheStagedCommit) {
   driver.run_update(*server.protocol().prepare(spec));
   auto request = std::async(std::launch::async, [&] { return driver.generate(probe(3000)); });
   ASSERT_TRUE(test::wait_until([&] { return server.engine().debug_requests_held() > 0; }, "the request in flight"));
+  // Some tokens before the pause (a decode step takes well under a millisecond; the request needs thousands).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   driver.run_commit(server.protocol().commit(spec));
   const GenerateResult result = request.get();
   ASSERT_FALSE(result.step_versions.empty());

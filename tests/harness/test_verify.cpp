@@ -1,0 +1,67 @@
+// The probe tally of one trial (harness/verify.hpp): exact fingerprints at one version, responses whose steps span
+// two versions (failed unless the cell accepts mixed responses, then counted and not judged), aborted responses
+// counted and not judged, and a real server's responses in flight across the commit when it reports no step
+// versions.
+#include <gtest/gtest.h>
+
+#include "harness/verify.hpp"
+
+namespace wsb {
+namespace {
+
+const UpdateWindow kWindow{1.0, 2.0, 3.0, 4.0};
+
+ProbeSample sample(double sent, double received, uint32_t version, std::string fp, std::vector<uint32_t> steps = {}) {
+  ProbeSample s;
+  s.sent = sent;
+  s.received = received;
+  s.version = version;
+  s.fingerprint = std::move(fp);
+  s.step_versions = std::move(steps);
+  return s;
+}
+
+TEST(TallyProbes, ExactResponsesAtEitherVersionPass) {
+  const ProbeTally t = tally_probes({sample(0.1, 0.2, 0, "a", {0, 0}), sample(4.1, 4.2, 1, "b", {1, 1})}, kWindow,
+                                    ProbeExpectation{"a", 1, "b", false});
+  EXPECT_EQ(t.wrong, 0);
+  EXPECT_EQ(t.mixed, 0);
+  EXPECT_EQ(t.before_commit, 1);
+  EXPECT_EQ(t.after_commit, 1);
+  EXPECT_EQ(check_probes_exact(t).pass, true);
+}
+
+TEST(TallyProbes, AResponseSpanningTwoVersionsFailsUnlessAccepted) {
+  const std::vector<ProbeSample> samples{sample(2.9, 3.5, 1, "mix", {0, 0, 1, 1})};
+  const ProbeTally strict = tally_probes(samples, kWindow, ProbeExpectation{"a", 1, "b", false});
+  EXPECT_EQ(strict.mixed, 1);
+  EXPECT_EQ(strict.wrong, 1);
+  EXPECT_EQ(strict.first_wrong,
+            "a response's steps span versions 000000 and 000001 (in_place pause; the cell does not accept mixed "
+            "responses)");
+  const ProbeTally accepted = tally_probes(samples, kWindow, ProbeExpectation{"a", 1, "b", true});
+  EXPECT_EQ(accepted.mixed, 1);
+  EXPECT_EQ(accepted.wrong, 0);
+}
+
+TEST(TallyProbes, AbortedResponsesAreCountedNotJudged) {
+  ProbeSample aborted = sample(2.9, 3.1, 0, "partial", {0, 0});
+  aborted.aborted = true;
+  const ProbeTally t = tally_probes({aborted}, kWindow, ProbeExpectation{"a", 1, "b", false});
+  EXPECT_EQ(t.aborted, 1);
+  EXPECT_EQ(t.wrong, 0);
+}
+
+TEST(TallyProbes, WithoutStepVersionsOnlyAnAcceptedCellSparesAResponseAcrossTheCommit) {
+  // A real server reports no step versions: the response in flight across the commit may be mixed.
+  const std::vector<ProbeSample> samples{sample(2.9, 3.5, 1, "mix")};
+  EXPECT_EQ(tally_probes(samples, kWindow, ProbeExpectation{"a", 1, "b", true}).wrong, 0);
+  const ProbeTally strict = tally_probes(samples, kWindow, ProbeExpectation{"a", 1, "b", false});
+  EXPECT_EQ(strict.wrong, 1);
+  EXPECT_EQ(strict.first_wrong, "response at version 000001 has fingerprint mix");
+  // After the commit nothing is spared.
+  EXPECT_EQ(tally_probes({sample(4.1, 4.2, 1, "mix")}, kWindow, ProbeExpectation{"a", 1, "b", true}).wrong, 1);
+}
+
+}  // namespace
+}  // namespace wsb
