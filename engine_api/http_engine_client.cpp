@@ -224,6 +224,19 @@ GenerateResponse HttpEngineClient::generate(const GenerateRequest& request) {
   http.extras = true;
   const json reply = *exchange_json(http);
   GenerateResult result = protocol_->parse_generate(reply);
+  if (result.version.text.empty()) {
+    // The server reports no version per response (vLLM's completions): the one it reports right after the answer
+    // stands for it. A commit's pause, reload and version update take longer than this one request, so only an
+    // answer received in the instant before the version moves could be misattributed (its fingerprint then fails).
+    const HttpRequest info = protocol_->weight_version();
+    result.version = protocol_->parse_weight_version(*exchange_json(info));
+    std::lock_guard lock(mu_);
+    const std::string warning = fmt::format(
+        "{} reports no weight version per response: each response is attributed the version {} reports right after "
+        "it",
+        http.endpoint(), info.endpoint());
+    if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) warnings_.push_back(warning);
+  }
   GenerateResponse response = std::move(result.response);
   response.weight_version = version_number(result.version, http.endpoint());
   response.step_versions.clear();
