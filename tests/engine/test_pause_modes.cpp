@@ -68,7 +68,8 @@ TEST_F(PauseModes, InPlaceKeepsTheRequestAndStampsEachTokenWithItsVersion) {
   EXPECT_TRUE(engine_->paused());  // the pause's owner reopens the gate
   EXPECT_GT(engine_->resume(), 0.0);
   const GenerateResponse r = future.get();
-  ASSERT_EQ(r.step_versions.size(), tokenize_bytes(kPrompt).size() + kLong);  // prompt steps, then one per token
+  // One step per prompt token (the last one yields the first output token), then one per further token.
+  ASSERT_EQ(r.step_versions.size(), tokenize_bytes(kPrompt).size() + kLong - 1);
   EXPECT_EQ(r.restarts, 0);
   EXPECT_EQ(r.finish_reason, "length");
   EXPECT_EQ(r.step_versions.front(), 0u);
