@@ -63,4 +63,18 @@ double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch).count();
 }
 
+namespace {
+/// CLOCK_MONOTONIC seconds minus this process's steady_seconds(), whose epoch is the process's first call.
+double monotonic_offset() {
+  static const double offset = [] {
+    const double process = steady_seconds();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() - process;
+  }();
+  return offset;
+}
+}  // namespace
+
+double monotonic_from_steady(double steady) { return steady + monotonic_offset(); }
+double steady_from_monotonic(double monotonic) { return monotonic - monotonic_offset(); }
+
 }  // namespace wsb

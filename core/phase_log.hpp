@@ -60,5 +60,10 @@ class ScopedPhase {
 
 /// Seconds since an arbitrary process-wide steady epoch (for timestamps compared within one process).
 double steady_seconds();
+/// A steady_seconds() time of this process as CLOCK_MONOTONIC seconds (std::chrono::steady_clock's epoch, shared by
+/// every process of the host): the form step times travel in between `wsbench serve` and its client.
+double monotonic_from_steady(double steady);
+/// The reverse of monotonic_from_steady: a CLOCK_MONOTONIC time of this host as this process's steady_seconds().
+double steady_from_monotonic(double monotonic);
 
 }  // namespace wsb

@@ -196,7 +196,7 @@ void Engine::run_step(Active& a) {
     a.version = version;
     a.response.output_ids.clear();
     a.response.logprobs.clear();
-    a.response.token_versions.clear();
+    a.response.step_versions.clear();
   }
   int32_t token;
   if (a.fed < a.request.input_ids.size()) {
@@ -206,6 +206,9 @@ void Engine::run_step(Active& a) {
   }
   forward_->step(*a.sequence, token, a.logits);
   a.response.step_times.push_back(steady_seconds());
+  // Stamped at the step that computed it, prefill included: a stamp taken at completion, or on output tokens only,
+  // would hide a response whose prompt KV came from the old weights.
+  a.response.step_versions.push_back(version);
   if (a.fed < a.request.input_ids.size()) return;  // still prefilling
   // Greedy choice: first index of the maximum; logprob = logit - logsumexp in a fixed (index) order.
   const auto& logits = a.logits;
@@ -216,9 +219,6 @@ void Engine::run_step(Active& a) {
   double sum = 0;
   for (float l : logits) sum += std::exp(static_cast<double>(l) - logits[best]);
   a.response.output_ids.push_back(static_cast<int32_t>(best));
-  // Stamped at the step that computed the token: a stamp taken at completion would hide a response that spans a
-  // commit.
-  a.response.token_versions.push_back(version);
   if (a.request.return_logprob) a.response.logprobs.push_back(static_cast<float>(-std::log(sum)));
 }
 

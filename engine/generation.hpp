@@ -16,15 +16,17 @@ struct GenerateRequest {
 
 /// Greedy generation result. Under the retract and drain pause modes every token was computed at `weight_version`
 /// (a commit during generation restarts the request at the new version); under in_place a response may span two
-/// versions, which `token_versions` shows. `step_times` are steady_seconds() at the end of every forward step of
+/// versions, which `step_versions` shows. `step_times` are steady_seconds() at the end of every forward step of
 /// this request (prefill included, kept across restarts, so the client sees the stall).
 struct GenerateResponse {
   std::vector<int32_t> output_ids;
   std::string text;
   std::vector<float> logprobs;  ///< log-softmax of each chosen token (natural log), empty unless requested
   uint32_t weight_version = 0;  ///< version of the weights that computed the last token (SGLang reads it per chunk)
-  /// Per output token: the version of the weights that computed it (stamped at the step, not at completion).
-  std::vector<uint32_t> token_versions;
+  /// Per forward step of this request, prompt (prefill) steps first, then one per output token: the version of the
+  /// weights that computed it, stamped at the step, not at completion. A response whose prompt was computed before
+  /// an in_place commit and whose tokens after it spans two versions here even when every output token is new.
+  std::vector<uint32_t> step_versions;
   std::string finish_reason = "length";  ///< "length" (max_new_tokens reached) | "abort" (ended by a pause)
   std::vector<double> step_times;
   int restarts = 0;  ///< times the request was restarted by a commit

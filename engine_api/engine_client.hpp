@@ -20,7 +20,7 @@ namespace wsb {
 class EngineClient {
  public:
   virtual ~EngineClient() = default;
-  /// response.weight_version is the served version's number; token_versions when the engine reports them.
+  /// response.weight_version is the served version's number; step_versions when the engine reports them.
   virtual GenerateResponse generate(const GenerateRequest& request) = 0;
   virtual PrepareReport prepare(uint32_t target) = 0;
   /// report.seconds: the commit as this client timed it (for a protocol with pause and continue calls, from the
@@ -76,7 +76,7 @@ struct EngineLaunch {
   std::string protocol = "stitch-staging";  ///< http only: engine_api/protocols/protocol.hpp
   /// What requests in flight see during a commit (core/pause_mode.hpp); nullopt: the protocol's default (http), the
   /// engine's retract (embedded).
-  std::optional<PauseMode> pause_mode;
+  std::optional<PauseMode> pause_mode{};
   std::optional<int> layers{}, experts{};  ///< the profile's scale ({layers}, {experts} of the server command)
 };
 

@@ -226,8 +226,8 @@ GenerateResponse HttpEngineClient::generate(const GenerateRequest& request) {
   GenerateResult result = protocol_->parse_generate(reply);
   GenerateResponse response = std::move(result.response);
   response.weight_version = version_number(result.version, http.endpoint());
-  response.token_versions.clear();
-  for (const auto& v : result.token_versions) response.token_versions.push_back(version_number(v, http.endpoint()));
+  response.step_versions.clear();
+  for (const auto& v : result.step_versions) response.step_versions.push_back(version_number(v, http.endpoint()));
   // A server that reports no step times: the response's arrival stands for its last decode step.
   if (response.step_times.empty()) response.step_times.push_back(steady_seconds());
   check_forward(http.endpoint(), response.weight_version);

@@ -35,14 +35,10 @@ std::optional<HttpReply> send_http(const std::string& host, int port, const Http
   if (request.extras) headers.emplace("X-Wsbench-Extras", "1");
   std::string path = request.path;
   if (!params.empty()) path = httplib::append_query_params(request.path, params);
-  httplib::Result res;
-  if (request.method == "GET") {
-    res = cli.Get(path, headers);
-  } else {
-    // A POST without a JSON body still sends an empty one: FastAPI routes with query parameters only accept it.
-    res = request.body ? cli.Post(path, headers, request.body->dump(), "application/json")
-                       : cli.Post(path, headers, "", "application/json");
-  }
+  // A POST without a JSON body still sends an empty one: FastAPI routes with query parameters only accept it.
+  httplib::Result res = request.method == "GET" ? cli.Get(path, headers)
+                                                : cli.Post(path, headers, request.body ? request.body->dump() : "",
+                                                           "application/json");
   if (!res) {
     if (why) *why = httplib::to_string(res.error());
     return std::nullopt;

@@ -29,7 +29,7 @@ void ProbeClient::start() {
         sample.fingerprint = fingerprint(response);
         sample.step_times = std::move(response.step_times);
         sample.restarts = response.restarts;
-        sample.token_versions = std::move(response.token_versions);
+        sample.step_versions = std::move(response.step_versions);
         sample.aborted = response.finish_reason == "abort";
       } catch (const std::exception& e) {
         sample.error = e.what();

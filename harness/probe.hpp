@@ -25,7 +25,7 @@ struct ProbeSample {
   std::vector<double> step_times;
   int restarts = 0;
   /// Per output token, the version of the weights that computed it, when the engine reports it (else empty).
-  std::vector<uint32_t> token_versions;
+  std::vector<uint32_t> step_versions;
   bool aborted = false;  ///< ended by an abort pause (finish_reason "abort"): a partial answer
   std::string error;  ///< non-empty when the request failed
 };

@@ -104,10 +104,10 @@ ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWin
       if (t.first_wrong.empty()) t.first_wrong = "error: " + s.error;
       continue;
     }
-    const auto [lo, hi] = s.token_versions.empty()
+    const auto [lo, hi] = s.step_versions.empty()
                               ? std::pair{s.version, s.version}
-                              : std::pair{*std::min_element(s.token_versions.begin(), s.token_versions.end()),
-                                          *std::max_element(s.token_versions.begin(), s.token_versions.end())};
+                              : std::pair{*std::min_element(s.step_versions.begin(), s.step_versions.end()),
+                                          *std::max_element(s.step_versions.begin(), s.step_versions.end())};
     const bool mixed = lo != hi;
     if (mixed) {
       ++t.mixed;

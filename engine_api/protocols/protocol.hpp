@@ -31,7 +31,7 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> query;  ///< query parameters in order (vLLM's /pause?mode=keep)
   std::optional<nlohmann::json> body;                      ///< JSON body; nullopt: none sent
   double timeout_s = 0;                                    ///< read timeout; 0: the client's default
-  /// Header "X-Wsbench-Extras: 1": asks `wsbench serve` for its extras (step times, token versions); real servers
+  /// Header "X-Wsbench-Extras: 1": asks `wsbench serve` for its extras (step times, step versions); real servers
   /// ignore unknown headers.
   bool extras = false;
   /// "POST /update_weights_from_disk" (what every error message names).
@@ -80,7 +80,7 @@ struct GenerateResult {
   GenerateResponse response;  ///< response.weight_version is unset (0): `version` is what the server said
   WeightVersion version;      ///< as reported (SGLang: meta_info.weight_version, read per output chunk)
   /// Per output token, when the server reports it (wsbench serve's extras); empty otherwise.
-  std::vector<WeightVersion> token_versions;
+  std::vector<WeightVersion> step_versions;
 };
 
 /// Per-rank checksums as the protocol reports them.

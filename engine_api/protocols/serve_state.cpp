@@ -97,7 +97,7 @@ GenerateResult serve_generate(ServeState& state, const GenerateRequest& request)
   GenerateResult result;
   result.response = state.engine().generate(request);
   result.version = state.version_text(result.response.weight_version);
-  for (uint32_t v : result.response.token_versions) result.token_versions.push_back(state.version_text(v));
+  for (uint32_t v : result.response.step_versions) result.step_versions.push_back(state.version_text(v));
   if (state.on_generate) state.on_generate(result);
   return result;
 }

@@ -25,7 +25,9 @@ class SglangProtocol final : public sglang::FamilyProtocol {
     // flush_cache defaults to true, but under an in_place pause the flush fails while requests are held
     // (io_struct.py:1499-1500) and SGLang asserts it succeeded (scheduler_components/weight_updater.py:103-108);
     // upstream flushes with retract only (test/registered/rl/test_update_weights_from_disk.py:185-202).
-    HttpRequest reload{"POST", "/update_weights_from_disk", {},
+    HttpRequest reload{"POST",
+                       "/update_weights_from_disk",
+                       {},
                        json{{"model_path", spec.checkpoint_dir.string()},
                             {"weight_version", sglang::version_text(spec.target)},
                             {"flush_cache", spec.pause != PauseMode::InPlace}}};

@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-
-
 #include "core/errors.hpp"
 #include "core/phase_log.hpp"
 
@@ -24,17 +21,9 @@ const json& array_field(const json& object, const std::string& key, const std::s
 }
 
 int32_t token_id(const json& j, const std::string& where, const std::string& endpoint) {
-  if (!j.is_number_integer()) format_error(endpoint, fmt::format("{} must be an integer token id, got {}", where, j.dump()));
+  if (!j.is_number_integer())
+    format_error(endpoint, fmt::format("{} must be an integer token id, got {}", where, j.dump()));
   return j.get<int32_t>();
-}
-
-/// CLOCK_MONOTONIC seconds minus this process's steady_seconds(), fixed at the first call.
-double monotonic_offset() {
-  static const double offset = [] {
-    const double process = steady_seconds();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() - process;
-  }();
-  return offset;
 }
 
 /// The optional wsbench extras of meta_info (engine_api/protocols/sglang_family_routes.hpp writes them).
@@ -43,40 +32,39 @@ void parse_extras(const json& meta, GenerateResult& result, const std::string& e
     if (!it->is_array()) format_error(endpoint, "field 'meta_info.wsbench_step_times' must be a list");
     for (const json& t : *it) {
       if (!t.is_number()) format_error(endpoint, "meta_info.wsbench_step_times holds a non-number");
-      result.response.step_times.push_back(from_monotonic(t.get<double>()));
+      result.response.step_times.push_back(steady_from_monotonic(t.get<double>()));
     }
   }
   if (auto it = meta.find("wsbench_restarts"); it != meta.end()) {
     if (!it->is_number_integer()) format_error(endpoint, "field 'meta_info.wsbench_restarts' must be an integer");
     result.response.restarts = it->get<int>();
   }
-  if (auto it = meta.find("wsbench_token_versions"); it != meta.end()) {
-    if (!it->is_array()) format_error(endpoint, "field 'meta_info.wsbench_token_versions' must be a list");
+  if (auto it = meta.find("wsbench_step_versions"); it != meta.end()) {
+    if (!it->is_array()) format_error(endpoint, "field 'meta_info.wsbench_step_versions' must be a list");
     for (const json& v : *it) {
-      result.token_versions.push_back(WeightVersion::from_json(v, endpoint + ": meta_info.wsbench_token_versions"));
+      result.step_versions.push_back(WeightVersion::from_json(v, endpoint + ": meta_info.wsbench_step_versions"));
     }
-    if (result.token_versions.size() != result.response.output_ids.size()) {
-      format_error(endpoint, fmt::format("meta_info.wsbench_token_versions has {} entries for {} output tokens",
-                                         result.token_versions.size(), result.response.output_ids.size()));
+    if (result.step_versions.size() < result.response.output_ids.size()) {
+      format_error(endpoint, fmt::format("meta_info.wsbench_step_versions has {} entries for {} output tokens (one per "
+                                         "step, prompt steps first)",
+                                         result.step_versions.size(), result.response.output_ids.size()));
     }
   }
 }
 
 }  // namespace
 
-double to_monotonic(double steady) { return steady + monotonic_offset(); }
-double from_monotonic(double monotonic) { return monotonic - monotonic_offset(); }
-
 std::string version_text(uint32_t version) { return std::to_string(version); }
 
 HttpRequest generate_request(const GenerateRequest& request) {
-  HttpRequest http{"POST", "/generate", {}, json{{"input_ids", request.input_ids},
-                                                 {"sampling_params",
-                                                  {{"temperature", 0},
-                                                   {"max_new_tokens", request.max_new_tokens},
-                                                   {"ignore_eos", true}}},
-                                                 {"return_logprob", request.return_logprob},
-                                                 {"logprob_start_len", -1}}};
+  HttpRequest http{
+      "POST",
+      "/generate",
+      {},
+      json{{"input_ids", request.input_ids},
+           {"sampling_params", {{"temperature", 0}, {"max_new_tokens", request.max_new_tokens}, {"ignore_eos", true}}},
+           {"return_logprob", request.return_logprob},
+           {"logprob_start_len", -1}}};
   http.extras = true;
   return http;
 }
@@ -94,8 +82,8 @@ GenerateResult parse_generate(const json& reply) {
                                             endpoint + ": field 'meta_info.weight_version'");
   const json& finish = wire::field(meta, "finish_reason", endpoint);
   if (!finish.is_object()) {
-    format_error(endpoint, fmt::format("field 'meta_info.finish_reason' must be an object {{type, ...}}, got {}",
-                                       finish.dump()));
+    format_error(endpoint,
+                 fmt::format("field 'meta_info.finish_reason' must be an object {{type, ...}}, got {}", finish.dump()));
   }
   result.response.finish_reason = wire::string_field(finish, "type", endpoint) == "abort" ? "abort" : "length";
   if (auto it = meta.find("output_token_logprobs"); it != meta.end()) {
@@ -108,12 +96,14 @@ GenerateResult parse_generate(const json& reply) {
       const json& entry = (*it)[i];
       if (!entry.is_array() || entry.size() < 2 || !entry[0].is_number()) {
         format_error(endpoint, fmt::format("meta_info.output_token_logprobs[{}] must be [logprob, token_id, text], "
-                                           "got {}", i, entry.dump()));
+                                           "got {}",
+                                           i, entry.dump()));
       }
       if (token_id(entry[1], fmt::format("meta_info.output_token_logprobs[{}][1]", i), endpoint) !=
           result.response.output_ids[i]) {
-        format_error(endpoint, fmt::format("meta_info.output_token_logprobs[{}] names token {} but output_ids[{}] is {}",
-                                           i, entry[1].dump(), i, result.response.output_ids[i]));
+        format_error(endpoint,
+                     fmt::format("meta_info.output_token_logprobs[{}] names token {} but output_ids[{}] is {}", i,
+                                 entry[1].dump(), i, result.response.output_ids[i]));
       }
       result.response.logprobs.push_back(static_cast<float>(entry[0].get<double>()));
     }
@@ -126,12 +116,11 @@ HttpRequest model_info_request() { return HttpRequest{"GET", "/model_info", {}, 
 
 WeightVersion parse_model_info(const json& reply) {
   const std::string endpoint = "GET /model_info";
-  return WeightVersion::from_json(wire::field(reply, "weight_version", endpoint), endpoint + ": field 'weight_version'");
+  return WeightVersion::from_json(wire::field(reply, "weight_version", endpoint),
+                                  endpoint + ": field 'weight_version'");
 }
 
-HttpRequest checksum_request() {
-  return HttpRequest{"POST", "/weights_checker", {}, json{{"action", "checksum"}}};
-}
+HttpRequest checksum_request() { return HttpRequest{"POST", "/weights_checker", {}, json{{"action", "checksum"}}}; }
 
 RankChecksums parse_checksums(const json& reply) {
   const std::string endpoint = "POST /weights_checker";
@@ -152,7 +141,8 @@ RankChecksums parse_checksums(const json& reply) {
         }
       }
     }
-    if (index >= ranks.size()) format_error(endpoint, fmt::format("ranks[{}] has tp_rank {} of {} ranks", i, index, ranks.size()));
+    if (index >= ranks.size())
+      format_error(endpoint, fmt::format("ranks[{}] has tp_rank {} of {} ranks", i, index, ranks.size()));
     const json& checksums = wire::field(rank, "checksums", endpoint);
     if (!checksums.is_object()) format_error(endpoint, fmt::format("ranks[{}].checksums must be an object", i));
     for (const auto& [name, hex] : checksums.items()) {
@@ -187,8 +177,7 @@ std::vector<CommitCall> paused_commit(PauseMode pause, std::vector<HttpRequest> 
 }
 
 const std::vector<PauseMode>& family_pause_modes() {
-  static const std::vector<PauseMode> modes{PauseMode::Drain, PauseMode::Retract, PauseMode::InPlace,
-                                            PauseMode::Abort};
+  static const std::vector<PauseMode> modes{PauseMode::Drain, PauseMode::Retract, PauseMode::InPlace, PauseMode::Abort};
   return modes;
 }
 

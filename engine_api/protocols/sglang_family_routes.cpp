@@ -12,6 +12,7 @@
 #include <shared_mutex>
 
 #include "core/errors.hpp"
+#include "core/phase_log.hpp"
 #include "engine_api/protocols/sglang_family.hpp"
 #include "models/forward/forward.hpp"
 
@@ -56,8 +57,12 @@ std::optional<bool> lax_bool(const json& j) {
   if (j.is_string()) {
     std::string s = j.get<std::string>();
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* t : {"1", "on", "t", "true", "y", "yes"}) if (s == t) return true;
-    for (const char* f : {"0", "off", "f", "false", "n", "no"}) if (s == f) return false;
+    for (const char* t : {"1", "on", "t", "true", "y", "yes"}) {
+      if (s == t) return true;
+    }
+    for (const char* f : {"0", "off", "f", "false", "n", "no"}) {
+      if (s == f) return false;
+    }
   }
   return std::nullopt;
 }
@@ -271,8 +276,9 @@ std::string Body::literal(const std::string& key, const std::vector<std::string>
 }
 
 HttpReply validation_reply(const InvalidRequest& error) {
-  return json_reply(400, json{{"object", "error"}, {"message", error.what()}, {"type", "Bad Request"},
-                              {"param", nullptr}, {"code", 400}});
+  return json_reply(
+      400,
+      json{{"object", "error"}, {"message", error.what()}, {"type", "Bad Request"}, {"param", nullptr}, {"code", 400}});
 }
 
 HttpReply error_reply(int status, const std::string& message) {
@@ -326,7 +332,8 @@ std::vector<Route> FamilyServer::common_routes(InfoHook server_info_hook) {
   routes.push_back({"GET", "/server_info",
                     [this, hook = std::move(server_info_hook)](const HttpRequest&) { return server_info(hook); }});
   for (const char* method : {"GET", "POST"}) {
-    routes.push_back({method, "/weights_checker", validated([this](const HttpRequest& r) { return weights_checker(r); })});
+    routes.push_back(
+        {method, "/weights_checker", validated([this](const HttpRequest& r) { return weights_checker(r); })});
     routes.push_back({method, "/flush_cache", validated([this](const HttpRequest& r) { return flush_cache(r); })});
   }
   routes.push_back({"POST", "/pause_generation", validated([this](const HttpRequest& r) { return pause(r); })});
@@ -398,12 +405,12 @@ HttpReply FamilyServer::generate(const HttpRequest& http) {
   }
   if (http.extras) {
     json versions = json::array();
-    for (const auto& v : result.token_versions) versions.push_back(v.text);
+    for (const auto& v : result.step_versions) versions.push_back(v.text);
     json steps = json::array();
-    for (double t : r.step_times) steps.push_back(to_monotonic(t));
+    for (double t : r.step_times) steps.push_back(monotonic_from_steady(t));  // host clock: the client's too
     meta["wsbench_step_times"] = steps;
     meta["wsbench_restarts"] = r.restarts;
-    meta["wsbench_token_versions"] = versions;
+    meta["wsbench_step_versions"] = versions;
   }
   return json_reply(200, json{{"text", r.text}, {"output_ids", r.output_ids}, {"meta_info", meta}});
 }
@@ -462,8 +469,8 @@ HttpReply FamilyServer::weights_checker(const HttpRequest& request) {
     }
     const std::string per_gpu = sha256_hex(pairs);
     engine_digest += per_gpu;
-    json parallelism{{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1}, {"pp_rank", 0},
-                     {"pp_size", 1}, {"rank", r}, {"size", tp}};
+    json parallelism{{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1},
+                     {"pp_rank", 0}, {"pp_size", 1},  {"rank", r},    {"size", tp}};
     if (parallelism_per_role_) {
       parallelism["role"] = "target";
       parallelism = json::array({parallelism});
@@ -494,8 +501,9 @@ HttpReply FamilyServer::flush_cache(const HttpRequest& request) {
   std::unique_lock lock(mu_);
   const bool idle = cv_.wait_for(lock, std::chrono::duration<double>(timeout), [&] { return in_flight_ == 0; });
   if (idle) {
-    return text_reply(200, "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
-                           "waiting requests, the operation will not be performed.)\n");
+    return text_reply(200,
+                      "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+                      "waiting requests, the operation will not be performed.)\n");
   }
   return text_reply(400, timeout > 0 ? "Timed out waiting for idle state." : "Flush cache failed.\n");
 }

@@ -29,9 +29,10 @@ class InvalidRequest : public std::runtime_error {
 };
 
 /// Typed access to a JSON request body with pydantic's lax coercions (the request structs are msgspec Structs
-/// validated through a pydantic core schema that ignores unknown keys, U:python/sglang/srt/utils/msgspec_utils.py:67-95):
-/// an int accepts an integral number or a decimal string, a bool true/false, 0/1 or "true"/"false", a str only a
-/// string; an Optional field accepts null. Throws InvalidRequest with the message a validation error carries.
+/// validated through a pydantic core schema that ignores unknown keys,
+/// U:python/sglang/srt/utils/msgspec_utils.py:67-95): an int accepts an integral number or a decimal string, a bool
+/// true/false, 0/1 or "true"/"false", a str only a string; an Optional field accepts null. Throws InvalidRequest with
+/// the message a validation error carries.
 class Body {
  public:
   /// A request without a body reads as an empty object (every required field is then "Field required").
@@ -45,7 +46,8 @@ class Body {
   std::optional<int64_t> optional_int(const std::string& key) const;
   bool optional_bool(const std::string& key, bool fallback) const;
   /// A string that must be one of `allowed` (a Literal field); `fallback` when absent.
-  std::string literal(const std::string& key, const std::vector<std::string>& allowed, const std::string& fallback) const;
+  std::string literal(const std::string& key, const std::vector<std::string>& allowed,
+                      const std::string& fallback) const;
 
  private:
   nlohmann::json body_;
@@ -121,7 +123,7 @@ class FamilyServer {
 
   ServeState& state_;
   uint32_t boot_version_ = 0;
-  std::mutex control_;  // serializes pause, continue and the commit of every update
+  std::mutex control_;     // serializes pause, continue and the commit of every update
   mutable std::mutex mu_;  // guards the members below
   std::condition_variable cv_;
   bool paused_ = false;

@@ -24,7 +24,8 @@ constexpr uint32_t kTarget = 3;
 
 /// The fingerprint of `r` as a client sees it over JSON: bytes of the text that are not UTF-8 arrive as U+FFFD.
 std::string wire_fingerprint(const GenerateResponse& r) {
-  const std::string text = json::parse(json(r.text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+  const std::string text =
+      json::parse(json(r.text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
   return fingerprint(r.output_ids, text, r.logprobs);
 }
 
@@ -72,9 +73,9 @@ TEST(SglangProtocol, CommitBodiesFollowTheUpstreamClient) {
   EXPECT_EQ(in_place[0].request.path, "/pause_generation");
   EXPECT_EQ(*in_place[0].request.body, (json{{"mode", "in_place"}}));
   EXPECT_EQ(in_place[1].request.path, "/update_weights_from_disk");
-  EXPECT_EQ(*in_place[1].request.body, (json{{"model_path", server.full_checkpoint(2).string()},
-                                             {"weight_version", "2"},
-                                             {"flush_cache", false}}));
+  EXPECT_EQ(
+      *in_place[1].request.body,
+      (json{{"model_path", server.full_checkpoint(2).string()}, {"weight_version", "2"}, {"flush_cache", false}}));
   EXPECT_EQ(in_place[2].request.path, "/continue_generation");
   EXPECT_EQ(*in_place[2].request.body, json::object());
   const auto drain = server.protocol().commit(server.spec(0, 2, SyncModeKind::Disk, PauseMode::Drain));
@@ -94,7 +95,7 @@ TEST(SglangProtocol, GenerateAnswersAsTheEngineWithExtrasOnlyWhenAsked) {
   const GenerateResult served = server.driver().generate(probe());
   EXPECT_EQ(fingerprint(served.response), wire_fingerprint(direct));
   EXPECT_TRUE(served.version.is_default());
-  EXPECT_EQ(served.token_versions.size(), direct.output_ids.size());
+  EXPECT_EQ(served.step_versions.size(), direct.step_versions.size());
   EXPECT_EQ(served.response.step_times.size(), direct.step_times.size());
 
   HttpRequest plain = server.protocol().generate(probe());
@@ -107,7 +108,7 @@ TEST(SglangProtocol, GenerateAnswersAsTheEngineWithExtrasOnlyWhenAsked) {
   ASSERT_EQ(reply["meta_info"]["output_token_logprobs"].size(), 6u);
   EXPECT_TRUE(reply["meta_info"]["output_token_logprobs"][0][2].is_null());
   const GenerateResult parsed = server.protocol().parse_generate(reply);
-  EXPECT_TRUE(parsed.token_versions.empty());
+  EXPECT_TRUE(parsed.step_versions.empty());
   EXPECT_EQ(fingerprint(parsed.response), wire_fingerprint(direct));
 }
 
@@ -120,9 +121,9 @@ TEST(SglangProtocol, InPlaceLetsARequestSpanTheCommit) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   driver.run_commit(server.protocol().commit(server.spec(0, kTarget, SyncModeKind::Disk, PauseMode::InPlace)));
   const GenerateResult result = request.get();
-  ASSERT_FALSE(result.token_versions.empty());
-  EXPECT_TRUE(result.token_versions.front().is_default());
-  EXPECT_EQ(result.token_versions.back().text, "3");
+  ASSERT_FALSE(result.step_versions.empty());
+  EXPECT_TRUE(result.step_versions.front().is_default());
+  EXPECT_EQ(result.step_versions.back().text, "3");
   EXPECT_EQ(result.version.text, "3");
   EXPECT_EQ(result.response.finish_reason, "length");
   EXPECT_EQ(result.response.restarts, 0);
@@ -155,7 +156,7 @@ TEST(SglangProtocol, AnUnpausedCommitWaitsForTheRequestInFlight) {
   EXPECT_LE(result.response.step_times.back(), committed);
   EXPECT_EQ(result.response.restarts, 0);
   EXPECT_TRUE(result.version.is_default());
-  for (const auto& v : result.token_versions) EXPECT_TRUE(v.is_default());
+  for (const auto& v : result.step_versions) EXPECT_TRUE(v.is_default());
   const LastUpdate last = server.state().last_update();
   ASSERT_TRUE(last.commit);
   EXPECT_LE(result.response.step_times.back(), committed - last.commit->seconds);
@@ -167,7 +168,9 @@ TEST(SglangProtocol, RefusalsChangeNothing) {
   const auto& driver = server.driver();
   const auto before = server.engine().storage_checksums();
 
-  HttpRequest missing{"POST", "/update_weights_from_disk", {},
+  HttpRequest missing{"POST",
+                      "/update_weights_from_disk",
+                      {},
                       json{{"model_path", (server.dir() / "nowhere").string()}, {"weight_version", "1"}}};
   const json refused = driver.json_of(missing, 400);
   EXPECT_EQ(refused["success"], false);
@@ -192,7 +195,9 @@ TEST(SglangProtocol, RefusalsChangeNothing) {
   auto request = std::async(std::launch::async, [&] { return driver.generate(probe(3000)); });
   ASSERT_TRUE(test::wait_until([&] { return server.engine().debug_requests_held() > 0; }, "the request in flight"));
   driver.run_update(sglang::pause_request(PauseMode::InPlace));
-  HttpRequest flushing{"POST", "/update_weights_from_disk", {},
+  HttpRequest flushing{"POST",
+                       "/update_weights_from_disk",
+                       {},
                        json{{"model_path", server.full_checkpoint(1).string()}, {"flush_cache", true}}};
   const HttpReply tripped = driver.send(flushing);
   EXPECT_EQ(tripped.status, 500) << tripped.body;
@@ -212,8 +217,8 @@ TEST(SglangProtocol, RefusalsChangeNothing) {
 TEST(SglangProtocol, ANullVersionKeepsTheServedTextAndChecksumsFollowTheWireShape) {
   ProtocolServer server("sglang", SyncModeKind::Disk);
   const auto& driver = server.driver();
-  driver.run_update(HttpRequest{"POST", "/update_weights_from_disk", {},
-                                json{{"model_path", server.full_checkpoint(2).string()}}});
+  driver.run_update(
+      HttpRequest{"POST", "/update_weights_from_disk", {}, json{{"model_path", server.full_checkpoint(2).string()}}});
   EXPECT_TRUE(driver.weight_version().is_default());
   EXPECT_EQ(driver.checksums().ranks, server.native_checksums(2));
   const json info = driver.json_of(HttpRequest{"GET", "/model_info", {}, std::nullopt});

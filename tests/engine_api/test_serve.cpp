@@ -35,8 +35,7 @@ class Serve : public ::testing::Test {
     l.protocol = protocol;
     l.options.profile = test::tiny_profile();
     l.options.tp = 2;
-    // Upstream SGLang has no server-side prepare: the harness materializes the target (disk mode).
-    l.options.sync = test::sync_of(protocol == "sglang" ? "disk" : "cpu");
+    l.options.sync = test::sync_of("disk");
     l.options.store = dir_ / "store";
     l.options.workdir = dir_ / ("work-" + protocol + std::to_string(boots_++));
     l.server.self = fs::path(WSBENCH_BINARY_DIR) / "wsbench";
