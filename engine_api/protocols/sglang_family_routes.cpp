@@ -566,12 +566,7 @@ HttpReply FamilyServer::resume(const HttpRequest& request) {
   return json_reply(200, json{{"message", "Generation continued successfully."}, {"status", "ok"}});
 }
 
-CommitReport FamilyServer::run_update(bool abort_all_requests, const std::function<CommitReport(PauseMode)>& commit) {
-  auto record = [&](const CommitReport& report) {
-    state_.record_commit(report);
-    std::lock_guard lock(mu_);
-    if (paused_) commit_in_pause_ = report;
-  };
+void FamilyServer::run_locked(bool abort_all_requests, const std::function<void(PauseMode)>& update) {
   {
     std::lock_guard control(control_);
     bool paused;
@@ -581,9 +576,8 @@ CommitReport FamilyServer::run_update(bool abort_all_requests, const std::functi
     }
     if (paused || abort_all_requests) {
       // Paused: no lock (tm:1766-1772). abort_all_requests ends the requests in flight instead of draining them.
-      const CommitReport report = commit(PauseMode::Abort);
-      record(report);
-      return report;
+      update(PauseMode::Abort);
+      return;
     }
   }
   {
@@ -605,9 +599,22 @@ CommitReport FamilyServer::run_update(bool abort_all_requests, const std::functi
   // The writer holds back new requests through the lock itself from here on.
   cv_.notify_all();
   std::lock_guard control(control_);
-  const CommitReport report = commit(PauseMode::Drain);
-  record(report);
+  update(PauseMode::Drain);
+}
+
+CommitReport FamilyServer::run_update(bool abort_all_requests, const std::function<CommitReport(PauseMode)>& commit) {
+  CommitReport report;
+  run_locked(abort_all_requests, [&](PauseMode mode) {
+    report = commit(mode);
+    record_commit(report);
+  });
   return report;
+}
+
+void FamilyServer::record_commit(const CommitReport& report) {
+  state_.record_commit(report);
+  std::lock_guard lock(mu_);
+  if (paused_) commit_in_pause_ = report;
 }
 
 bool FamilyServer::flush_would_fail() const {

@@ -89,6 +89,11 @@ class FamilyServer {
   /// The report is recorded (ServeState::record_commit); a commit inside a pause is recorded again by
   /// /continue_generation with the pause it measured.
   CommitReport run_update(bool abort_all_requests, const std::function<CommitReport(PauseMode)>& commit);
+  /// run_update's locking around an update that may leave the weights as they are (a refit bucket the engine only
+  /// buffers): nothing is recorded.
+  void run_locked(bool abort_all_requests, const std::function<void(PauseMode)>& update);
+  /// Records a commit run under run_locked (ServeState::record_commit; again at /continue_generation when paused).
+  void record_commit(const CommitReport& report);
   /// The message of SGLang's failed post-update flush when `flush_cache` would fail now: requests are held by an
   /// in_place pause (io:1499-1500; the flush asserts, wu:103-108), else nullopt. A flush before the commit (the
   /// stage/staging forks) fails likewise.
