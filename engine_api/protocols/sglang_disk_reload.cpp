@@ -20,11 +20,12 @@ HttpReply update_weights_from_disk(FamilyServer& server, const HttpRequest& requ
     if (auto why = hooks.refuse()) return update_reply(false, *why, extra);
   }
   if (flush_cache && server.flush_would_fail()) {
-    return json_reply(500, json{{"success", false},
-                                {"message",
-                                 "AssertionError: Cache flush failed after updating weights (flush_cache true while an "
-                                 "in_place pause holds requests; a real scheduler dies here after loading the weights)"},
-                                {"num_paused_requests", 0}});
+    return json_reply(500,
+                      json{{"success", false},
+                           {"message",
+                            "AssertionError: Cache flush failed after updating weights (flush_cache true while an "
+                            "in_place pause holds requests; a real scheduler dies here after loading the weights)"},
+                           {"num_paused_requests", 0}});
   }
   const std::optional<uint32_t> prepared = hooks.prepared_target ? hooks.prepared_target(model_path) : std::nullopt;
   Engine& engine = server.engine();
@@ -49,16 +50,16 @@ HttpReply update_weights_from_disk(FamilyServer& server, const HttpRequest& requ
     }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::Fatal) {
-      return json_reply(500, json{{"success", false},
-                                  {"message", fmt::format("Failed to update weights: {}. The engine stopped serving.",
-                                                          e.what())},
-                                  {"num_paused_requests", 0}});
+      return json_reply(
+          500, json{{"success", false},
+                    {"message", fmt::format("Failed to update weights: {}. The engine stopped serving.", e.what())},
+                    {"num_paused_requests", 0}});
     }
     if (e.kind() == ErrorKind::Missing && !prepared) {
       return update_reply(false, fmt::format("Failed to get weights iterator: {}.", e.what()), extra);
     }
-    return update_reply(false, fmt::format("Failed to update weights: {}.\nRolling back to original weights.", e.what()),
-                        extra);
+    return update_reply(
+        false, fmt::format("Failed to update weights: {}.\nRolling back to original weights.", e.what()), extra);
   }
   server.set_model_path(model_path);
   std::string message = "Succeeded to update model weights.";

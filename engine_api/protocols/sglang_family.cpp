@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-
-
 #include "core/errors.hpp"
 #include "core/phase_log.hpp"
 
@@ -24,10 +21,10 @@ const json& array_field(const json& object, const std::string& key, const std::s
 }
 
 int32_t token_id(const json& j, const std::string& where, const std::string& endpoint) {
-  if (!j.is_number_integer()) format_error(endpoint, fmt::format("{} must be an integer token id, got {}", where, j.dump()));
+  if (!j.is_number_integer())
+    format_error(endpoint, fmt::format("{} must be an integer token id, got {}", where, j.dump()));
   return j.get<int32_t>();
 }
-
 
 /// The optional wsbench extras of meta_info (engine_api/protocols/sglang_family_routes.hpp writes them).
 void parse_extras(const json& meta, GenerateResult& result, const std::string& endpoint) {
@@ -57,17 +54,17 @@ void parse_extras(const json& meta, GenerateResult& result, const std::string& e
 
 }  // namespace
 
-
 std::string version_text(uint32_t version) { return std::to_string(version); }
 
 HttpRequest generate_request(const GenerateRequest& request) {
-  HttpRequest http{"POST", "/generate", {}, json{{"input_ids", request.input_ids},
-                                                 {"sampling_params",
-                                                  {{"temperature", 0},
-                                                   {"max_new_tokens", request.max_new_tokens},
-                                                   {"ignore_eos", true}}},
-                                                 {"return_logprob", request.return_logprob},
-                                                 {"logprob_start_len", -1}}};
+  HttpRequest http{
+      "POST",
+      "/generate",
+      {},
+      json{{"input_ids", request.input_ids},
+           {"sampling_params", {{"temperature", 0}, {"max_new_tokens", request.max_new_tokens}, {"ignore_eos", true}}},
+           {"return_logprob", request.return_logprob},
+           {"logprob_start_len", -1}}};
   http.extras = true;
   return http;
 }
@@ -85,8 +82,8 @@ GenerateResult parse_generate(const json& reply) {
                                             endpoint + ": field 'meta_info.weight_version'");
   const json& finish = wire::field(meta, "finish_reason", endpoint);
   if (!finish.is_object()) {
-    format_error(endpoint, fmt::format("field 'meta_info.finish_reason' must be an object {{type, ...}}, got {}",
-                                       finish.dump()));
+    format_error(endpoint,
+                 fmt::format("field 'meta_info.finish_reason' must be an object {{type, ...}}, got {}", finish.dump()));
   }
   result.response.finish_reason = wire::string_field(finish, "type", endpoint) == "abort" ? "abort" : "length";
   if (auto it = meta.find("output_token_logprobs"); it != meta.end()) {
@@ -99,12 +96,14 @@ GenerateResult parse_generate(const json& reply) {
       const json& entry = (*it)[i];
       if (!entry.is_array() || entry.size() < 2 || !entry[0].is_number()) {
         format_error(endpoint, fmt::format("meta_info.output_token_logprobs[{}] must be [logprob, token_id, text], "
-                                           "got {}", i, entry.dump()));
+                                           "got {}",
+                                           i, entry.dump()));
       }
       if (token_id(entry[1], fmt::format("meta_info.output_token_logprobs[{}][1]", i), endpoint) !=
           result.response.output_ids[i]) {
-        format_error(endpoint, fmt::format("meta_info.output_token_logprobs[{}] names token {} but output_ids[{}] is {}",
-                                           i, entry[1].dump(), i, result.response.output_ids[i]));
+        format_error(endpoint,
+                     fmt::format("meta_info.output_token_logprobs[{}] names token {} but output_ids[{}] is {}", i,
+                                 entry[1].dump(), i, result.response.output_ids[i]));
       }
       result.response.logprobs.push_back(static_cast<float>(entry[0].get<double>()));
     }
@@ -117,12 +116,11 @@ HttpRequest model_info_request() { return HttpRequest{"GET", "/model_info", {}, 
 
 WeightVersion parse_model_info(const json& reply) {
   const std::string endpoint = "GET /model_info";
-  return WeightVersion::from_json(wire::field(reply, "weight_version", endpoint), endpoint + ": field 'weight_version'");
+  return WeightVersion::from_json(wire::field(reply, "weight_version", endpoint),
+                                  endpoint + ": field 'weight_version'");
 }
 
-HttpRequest checksum_request() {
-  return HttpRequest{"POST", "/weights_checker", {}, json{{"action", "checksum"}}};
-}
+HttpRequest checksum_request() { return HttpRequest{"POST", "/weights_checker", {}, json{{"action", "checksum"}}}; }
 
 RankChecksums parse_checksums(const json& reply) {
   const std::string endpoint = "POST /weights_checker";
@@ -143,7 +141,8 @@ RankChecksums parse_checksums(const json& reply) {
         }
       }
     }
-    if (index >= ranks.size()) format_error(endpoint, fmt::format("ranks[{}] has tp_rank {} of {} ranks", i, index, ranks.size()));
+    if (index >= ranks.size())
+      format_error(endpoint, fmt::format("ranks[{}] has tp_rank {} of {} ranks", i, index, ranks.size()));
     const json& checksums = wire::field(rank, "checksums", endpoint);
     if (!checksums.is_object()) format_error(endpoint, fmt::format("ranks[{}].checksums must be an object", i));
     for (const auto& [name, hex] : checksums.items()) {
@@ -178,8 +177,7 @@ std::vector<CommitCall> paused_commit(PauseMode pause, std::vector<HttpRequest> 
 }
 
 const std::vector<PauseMode>& family_pause_modes() {
-  static const std::vector<PauseMode> modes{PauseMode::Drain, PauseMode::Retract, PauseMode::InPlace,
-                                            PauseMode::Abort};
+  static const std::vector<PauseMode> modes{PauseMode::Drain, PauseMode::Retract, PauseMode::InPlace, PauseMode::Abort};
   return modes;
 }
 

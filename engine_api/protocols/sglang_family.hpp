@@ -3,9 +3,10 @@
 // /model_info, /weights_checker, /pause_generation and /continue_generation, as the client tables build and parse
 // them, and the answer shapes wsbench serve's routes write (sglang_family_routes.hpp), so both sides keep one
 // definition. Keys of the sources cited below (repo@commit):
-//   U  modal-projects/sglang@8905cbd42 (upstream main)      F  modal-projects/sglang@557e19e1b (stitch-sglang-v0.5.15-post1)
-//   H  modal-projects/sglang@1d2290684 (…-post1-host-runtime)  S  modal-projects/stitch@a250dc3 (the Stitch client)
-//   X  Xiuyu-Li/stitch@3a05662 (the Stitch client of the --weight-update-staging fork)
+//   U  modal-projects/sglang@8905cbd42 (upstream main)      F  modal-projects/sglang@557e19e1b
+//   (stitch-sglang-v0.5.15-post1) H  modal-projects/sglang@1d2290684 (…-post1-host-runtime)  S
+//   modal-projects/stitch@a250dc3 (the Stitch client) X  Xiuyu-Li/stitch@3a05662 (the Stitch client of the
+//   --weight-update-staging fork)
 // with hs = python/sglang/srt/entrypoints/http_server.py, io = python/sglang/srt/managers/io_struct.py,
 // tm = python/sglang/srt/managers/tokenizer_manager.py, sb = python/sglang/srt/managers/schedule_batch.py.
 #include <string>
@@ -36,8 +37,10 @@ HttpRequest generate_request(const GenerateRequest& request);
 /// A /generate answer: {text, output_ids, meta_info{weight_version: str, finish_reason{type, ...},
 /// output_token_logprobs: [[logprob, id, text|null]], ...}} (tm:1926-1932, 2220; sb:193-220). finish_reason.type
 /// "abort" becomes "abort", every other type ("length", "stop") "length"; the optional wsbench extras
-/// meta_info.wsbench_step_times (steady seconds of each forward step), wsbench_restarts and
-/// wsbench_step_versions (strings) fill step_times, restarts and step_versions. Throws Error(Format) naming the
+/// meta_info.wsbench_step_times (CLOCK_MONOTONIC seconds of each forward step, taken to this process's
+/// steady_seconds()), wsbench_restarts and
+/// wsbench_step_versions (strings, one per forward step, prompt steps first) fill step_times, restarts and
+/// step_versions. Throws Error(Format) naming the
 /// endpoint and the field when a field is missing or has another type, or when a logprob entry names another token
 /// than output_ids.
 GenerateResult parse_generate(const nlohmann::json& reply);
@@ -53,7 +56,8 @@ HttpRequest checksum_request();
 /// {success, message, ranks: [{checksums: {name: 16 hex}, per_gpu_checksum, parallelism_info{tp_rank, ...}}],
 /// per_engine_checksum}, ranks in TP order (U: python/sglang/srt/utils/weight_checker.py:121-156; the same shape
 /// on F and H: python/sglang/srt/managers/tokenizer_control_mixin.py:762-783 there; the staging fork lists
-/// parallelism_info per role). Index = the (first role's) parallelism_info.tp_rank when present. Throws Error(State) on success false, Error(Format) for a missing field.
+/// parallelism_info per role). Index = the (first role's) parallelism_info.tp_rank when present. Throws Error(State) on
+/// success false, Error(Format) for a missing field.
 RankChecksums parse_checksums(const nlohmann::json& reply);
 
 /// POST /pause_generation {mode} (io:1490-1509; hs:1612-1622). `mode` is retract, in_place or abort; drain has no

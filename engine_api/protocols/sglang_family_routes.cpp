@@ -57,8 +57,12 @@ std::optional<bool> lax_bool(const json& j) {
   if (j.is_string()) {
     std::string s = j.get<std::string>();
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* t : {"1", "on", "t", "true", "y", "yes"}) if (s == t) return true;
-    for (const char* f : {"0", "off", "f", "false", "n", "no"}) if (s == f) return false;
+    for (const char* t : {"1", "on", "t", "true", "y", "yes"}) {
+      if (s == t) return true;
+    }
+    for (const char* f : {"0", "off", "f", "false", "n", "no"}) {
+      if (s == f) return false;
+    }
   }
   return std::nullopt;
 }
@@ -272,8 +276,9 @@ std::string Body::literal(const std::string& key, const std::vector<std::string>
 }
 
 HttpReply validation_reply(const InvalidRequest& error) {
-  return json_reply(400, json{{"object", "error"}, {"message", error.what()}, {"type", "Bad Request"},
-                              {"param", nullptr}, {"code", 400}});
+  return json_reply(
+      400,
+      json{{"object", "error"}, {"message", error.what()}, {"type", "Bad Request"}, {"param", nullptr}, {"code", 400}});
 }
 
 HttpReply error_reply(int status, const std::string& message) {
@@ -327,7 +332,8 @@ std::vector<Route> FamilyServer::common_routes(InfoHook server_info_hook) {
   routes.push_back({"GET", "/server_info",
                     [this, hook = std::move(server_info_hook)](const HttpRequest&) { return server_info(hook); }});
   for (const char* method : {"GET", "POST"}) {
-    routes.push_back({method, "/weights_checker", validated([this](const HttpRequest& r) { return weights_checker(r); })});
+    routes.push_back(
+        {method, "/weights_checker", validated([this](const HttpRequest& r) { return weights_checker(r); })});
     routes.push_back({method, "/flush_cache", validated([this](const HttpRequest& r) { return flush_cache(r); })});
   }
   routes.push_back({"POST", "/pause_generation", validated([this](const HttpRequest& r) { return pause(r); })});
@@ -463,8 +469,8 @@ HttpReply FamilyServer::weights_checker(const HttpRequest& request) {
     }
     const std::string per_gpu = sha256_hex(pairs);
     engine_digest += per_gpu;
-    json parallelism{{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1}, {"pp_rank", 0},
-                     {"pp_size", 1}, {"rank", r}, {"size", tp}};
+    json parallelism{{"tp_rank", r}, {"tp_size", tp}, {"dp_rank", 0}, {"dp_size", 1},
+                     {"pp_rank", 0}, {"pp_size", 1},  {"rank", r},    {"size", tp}};
     if (parallelism_per_role_) {
       parallelism["role"] = "target";
       parallelism = json::array({parallelism});
@@ -495,8 +501,9 @@ HttpReply FamilyServer::flush_cache(const HttpRequest& request) {
   std::unique_lock lock(mu_);
   const bool idle = cv_.wait_for(lock, std::chrono::duration<double>(timeout), [&] { return in_flight_ == 0; });
   if (idle) {
-    return text_reply(200, "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
-                           "waiting requests, the operation will not be performed.)\n");
+    return text_reply(200,
+                      "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+                      "waiting requests, the operation will not be performed.)\n");
   }
   return text_reply(400, timeout > 0 ? "Timed out waiting for idle state." : "Flush cache failed.\n");
 }
@@ -559,12 +566,7 @@ HttpReply FamilyServer::resume(const HttpRequest& request) {
   return json_reply(200, json{{"message", "Generation continued successfully."}, {"status", "ok"}});
 }
 
-CommitReport FamilyServer::run_update(bool abort_all_requests, const std::function<CommitReport(PauseMode)>& commit) {
-  auto record = [&](const CommitReport& report) {
-    state_.record_commit(report);
-    std::lock_guard lock(mu_);
-    if (paused_) commit_in_pause_ = report;
-  };
+void FamilyServer::run_locked(bool abort_all_requests, const std::function<void(PauseMode)>& update) {
   {
     std::lock_guard control(control_);
     bool paused;
@@ -574,9 +576,8 @@ CommitReport FamilyServer::run_update(bool abort_all_requests, const std::functi
     }
     if (paused || abort_all_requests) {
       // Paused: no lock (tm:1766-1772). abort_all_requests ends the requests in flight instead of draining them.
-      const CommitReport report = commit(PauseMode::Abort);
-      record(report);
-      return report;
+      update(PauseMode::Abort);
+      return;
     }
   }
   {
@@ -598,9 +599,22 @@ CommitReport FamilyServer::run_update(bool abort_all_requests, const std::functi
   // The writer holds back new requests through the lock itself from here on.
   cv_.notify_all();
   std::lock_guard control(control_);
-  const CommitReport report = commit(PauseMode::Drain);
-  record(report);
+  update(PauseMode::Drain);
+}
+
+CommitReport FamilyServer::run_update(bool abort_all_requests, const std::function<CommitReport(PauseMode)>& commit) {
+  CommitReport report;
+  run_locked(abort_all_requests, [&](PauseMode mode) {
+    report = commit(mode);
+    record_commit(report);
+  });
   return report;
+}
+
+void FamilyServer::record_commit(const CommitReport& report) {
+  state_.record_commit(report);
+  std::lock_guard lock(mu_);
+  if (paused_) commit_in_pause_ = report;
 }
 
 bool FamilyServer::flush_would_fail() const {

@@ -29,9 +29,10 @@ class InvalidRequest : public std::runtime_error {
 };
 
 /// Typed access to a JSON request body with pydantic's lax coercions (the request structs are msgspec Structs
-/// validated through a pydantic core schema that ignores unknown keys, U:python/sglang/srt/utils/msgspec_utils.py:67-95):
-/// an int accepts an integral number or a decimal string, a bool true/false, 0/1 or "true"/"false", a str only a
-/// string; an Optional field accepts null. Throws InvalidRequest with the message a validation error carries.
+/// validated through a pydantic core schema that ignores unknown keys,
+/// U:python/sglang/srt/utils/msgspec_utils.py:67-95): an int accepts an integral number or a decimal string, a bool
+/// true/false, 0/1 or "true"/"false", a str only a string; an Optional field accepts null. Throws InvalidRequest with
+/// the message a validation error carries.
 class Body {
  public:
   /// A request without a body reads as an empty object (every required field is then "Field required").
@@ -45,7 +46,8 @@ class Body {
   std::optional<int64_t> optional_int(const std::string& key) const;
   bool optional_bool(const std::string& key, bool fallback) const;
   /// A string that must be one of `allowed` (a Literal field); `fallback` when absent.
-  std::string literal(const std::string& key, const std::vector<std::string>& allowed, const std::string& fallback) const;
+  std::string literal(const std::string& key, const std::vector<std::string>& allowed,
+                      const std::string& fallback) const;
 
  private:
   nlohmann::json body_;
@@ -87,6 +89,11 @@ class FamilyServer {
   /// The report is recorded (ServeState::record_commit); a commit inside a pause is recorded again by
   /// /continue_generation with the pause it measured.
   CommitReport run_update(bool abort_all_requests, const std::function<CommitReport(PauseMode)>& commit);
+  /// run_update's locking around an update that may leave the weights as they are (a refit bucket the engine only
+  /// buffers): nothing is recorded.
+  void run_locked(bool abort_all_requests, const std::function<void(PauseMode)>& update);
+  /// Records a commit run under run_locked (ServeState::record_commit; again at /continue_generation when paused).
+  void record_commit(const CommitReport& report);
   /// The message of SGLang's failed post-update flush when `flush_cache` would fail now: requests are held by an
   /// in_place pause (io:1499-1500; the flush asserts, wu:103-108), else nullopt. A flush before the commit (the
   /// stage/staging forks) fails likewise.
@@ -121,7 +128,7 @@ class FamilyServer {
 
   ServeState& state_;
   uint32_t boot_version_ = 0;
-  std::mutex control_;  // serializes pause, continue and the commit of every update
+  std::mutex control_;     // serializes pause, continue and the commit of every update
   mutable std::mutex mu_;  // guards the members below
   std::condition_variable cv_;
   bool paused_ = false;

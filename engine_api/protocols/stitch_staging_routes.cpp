@@ -2,7 +2,8 @@
 // engine (the staging destination is the engine's mode, `wsbench serve --mode`). Its server source is known from a
 // search-index copy only (modal-projects/sglang@1d420cc80,
 // python/sglang/srt/managers/scheduler_components/weight_updater.py: `def prepare_weight_update`,
-// `def commit_weight_update`, `def _staged_update_conflict`; "P" below); its client is Xiuyu-Li/stitch@3a05662 src/stitch/engines/sglang.py.
+// `def commit_weight_update`, `def _staged_update_conflict`; "P" below); its client is Xiuyu-Li/stitch@3a05662
+// src/stitch/engines/sglang.py.
 #include <fmt/format.h>
 
 #include <limits>
@@ -32,8 +33,10 @@ class StagingServer {
       info["weight_update_local_checkpoint_dir"] =
           mode == "disk" ? json((server_.state().workdir() / "engine-checkpoint").string()) : json(nullptr);
     });
-    routes.push_back({"POST", "/prepare_weight_update", sglang::validated([this](const HttpRequest& r) { return prepare(r); })});
-    routes.push_back({"POST", "/commit_weight_update", sglang::validated([this](const HttpRequest& r) { return commit(r); })});
+    routes.push_back(
+        {"POST", "/prepare_weight_update", sglang::validated([this](const HttpRequest& r) { return prepare(r); })});
+    routes.push_back(
+        {"POST", "/commit_weight_update", sglang::validated([this](const HttpRequest& r) { return commit(r); })});
     routes.push_back({"POST", "/update_weights_from_disk", sglang::validated([](const HttpRequest& r) {
                         // P refuses every other update path while staging is on (`def _staged_update_conflict`).
                         (void)sglang::Body(r).required_string("model_path");
@@ -134,17 +137,19 @@ class StagingServer {
       if (e.kind() == ErrorKind::Fatal) {
         return json_reply(500, json{{"success", false},
                                     {"message", std::string("weight commit failed; terminating the engine to avoid "
-                                                            "serving mixed weights:\n") + e.what()},
+                                                            "serving mixed weights:\n") +
+                                                    e.what()},
                                     {"rank_stats", json::array()}});
       }
       return reply(false, sglang::traceback_message(e));
     }
-    const json stats{{"rank", 0},
-                     {"backend", server_.engine_mode()},
-                     {"target_version", target},
-                     {"commit", {{"operation", fmt::format("commit_{}_weight_update", server_.engine_mode())},
-                                 {"wall_s", report.seconds}}},
-                     {"wall_s", report.seconds}};
+    const json stats{
+        {"rank", 0},
+        {"backend", server_.engine_mode()},
+        {"target_version", target},
+        {"commit",
+         {{"operation", fmt::format("commit_{}_weight_update", server_.engine_mode())}, {"wall_s", report.seconds}}},
+        {"wall_s", report.seconds}};
     return reply(true, fmt::format("Committed weight version {}.", target), json::array({stats}));
   }
 

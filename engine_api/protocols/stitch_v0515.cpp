@@ -17,16 +17,13 @@ class StitchV0515Protocol final : public sglang::FamilyProtocol {
  public:
   explicit StitchV0515Protocol(bool host_runtime) : host_runtime_(host_runtime) {}
 
-  std::string_view name() const override {
-    return host_runtime_ ? "stitch-v0.5.15-host-runtime" : "stitch-v0.5.15";
-  }
+  std::string_view name() const override { return host_runtime_ ? "stitch-v0.5.15-host-runtime" : "stitch-v0.5.15"; }
   std::vector<SyncModeKind> modes() const override {
     if (host_runtime_) return {SyncModeKind::Disk, SyncModeKind::Cpu};
     return {SyncModeKind::Disk};
   }
-  /// The client's default commit mode (stitch@98f8807 src/stitch/sync.py:58).
-  // Drain, not the Stitch client's in_place: a cell that names no pause mode serves exact responses only (in_place
-  // is the explicit axis value, with accept_mixed_responses).
+  /// Drain: a cell that names no pause mode serves exact responses only. The Stitch client's default commit mode is
+  /// in_place (stitch@98f8807 src/stitch/sync.py:58); a cell names it explicitly (with accept_mixed_responses).
   PauseMode default_pause_mode() const override { return PauseMode::Drain; }
   bool server_prepares(SyncModeKind) const override { return true; }
 
@@ -50,10 +47,14 @@ class StitchV0515Protocol final : public sglang::FamilyProtocol {
   std::vector<CommitCall> commit(const UpdateSpec& spec) const override {
     HttpRequest request;
     if (spec.mode == SyncModeKind::Cpu) {
-      request = HttpRequest{"POST", "/update_weights_from_prepared", {},
+      request = HttpRequest{"POST",
+                            "/update_weights_from_prepared",
+                            {},
                             json{{"weight_version", sglang::version_text(spec.target)}, {"flush_cache", false}}};
     } else {
-      request = HttpRequest{"POST", "/update_weights_from_disk", {},
+      request = HttpRequest{"POST",
+                            "/update_weights_from_disk",
+                            {},
                             json{{"model_path", spec.local_checkpoint_dir.string()},
                                  {"weight_version", sglang::version_text(spec.target)},
                                  {"flush_cache", false}}};

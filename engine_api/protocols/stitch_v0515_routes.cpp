@@ -55,8 +55,7 @@ class PullServer {
     const fs::path source_dir = body.required_string("source_dir");
     const int64_t target = body.required_int("target_version");
     // F ignores the unknown key; H reads it.
-    const bool runtime =
-        host_runtime_ && body.literal("prepare", {"checkpoint", "runtime"}, "checkpoint") == "runtime";
+    const bool runtime = host_runtime_ && body.literal("prepare", {"checkpoint", "runtime"}, "checkpoint") == "runtime";
     if (!sglang::same_path(source_dir, server_.updates_dir())) {
       return sglang::update_reply(false, fmt::format("wsbench serve: source_dir '{}' is not the folder of this "
                                                      "server's publications ('{}')",
@@ -65,9 +64,10 @@ class PullServer {
     // The engine prepares in the mode it runs: a checkpoint pull needs disk, a runtime pull cpu.
     const std::string mode = server_.engine_mode();
     if (runtime && mode != "cpu") {
-      return sglang::update_reply(false, "Traceback (most recent call last):\n  (the embedded engine of wsbench "
-                                         "serve)\nRuntimeError: Host runtime weight updates are disabled. Launch with "
-                                         "--enable-host-runtime-weight-update. (wsbench serve --mode cpu)\n");
+      return sglang::update_reply(false,
+                                  "Traceback (most recent call last):\n  (the embedded engine of wsbench "
+                                  "serve)\nRuntimeError: Host runtime weight updates are disabled. Launch with "
+                                  "--enable-host-runtime-weight-update. (wsbench serve --mode cpu)\n");
     }
     if (!runtime && mode != "disk") {
       return sglang::update_reply(false, fmt::format("wsbench serve: a checkpoint pull needs `wsbench serve --mode "
@@ -115,15 +115,19 @@ class PullServer {
   std::string success_message(bool runtime, uint32_t version, const PrepareReport* report) const {
     if (!host_runtime_) return "Success.";
     if (!runtime) return "Verified host-local checkpoint.";
-    if (!report) return fmt::format("Verified checkpoint and prepared host runtime: {{'target_version': {}, "
-                                    "'already_active': True}}", version);
+    if (!report)
+      return fmt::format(
+          "Verified checkpoint and prepared host runtime: {{'target_version': {}, "
+          "'already_active': True}}",
+          version);
     return fmt::format("Verified checkpoint and prepared host runtime: {{'target_version': {}, 'wall_s': {:.6f}}}",
                        version, report->seconds);
   }
 
   /// H: {weight_version (required str), abort_all_requests, flush_cache (false), torch_empty_cache} ->
-  /// {success, message, num_paused_requests} (H:entrypoints/http_server.py:1174-1190; H:managers/io_struct.py:1543-1557);
-  /// the version must be the prepared one, str(target_version) (H:weight_sync/host_runtime.py:242-258).
+  /// {success, message, num_paused_requests} (H:entrypoints/http_server.py:1174-1190;
+  /// H:managers/io_struct.py:1543-1557); the version must be the prepared one, str(target_version)
+  /// (H:weight_sync/host_runtime.py:242-258).
   HttpReply from_prepared(const HttpRequest& request) {
     const sglang::Body body(request);
     const std::string weight_version = body.required_string("weight_version");
@@ -131,8 +135,10 @@ class PullServer {
     const bool flush_cache = body.optional_bool("flush_cache", false);
     const json extra{{"num_paused_requests", 0}};
     if (server_.engine_mode() != "cpu") {
-      return sglang::update_reply(false, "Host runtime weight updates are disabled. Launch with "
-                                         "--enable-host-runtime-weight-update.", extra);
+      return sglang::update_reply(false,
+                                  "Host runtime weight updates are disabled. Launch with "
+                                  "--enable-host-runtime-weight-update.",
+                                  extra);
     }
     std::optional<uint32_t> prepared;
     {
@@ -144,8 +150,11 @@ class PullServer {
                                                      weight_version, *prepared)
                                        : std::string("no host runtime version is prepared");
       return sglang::update_reply(
-          false, fmt::format("Traceback (most recent call last):\n  (the embedded engine of wsbench serve)\n"
-                             "RuntimeError: {}\n", why), extra);
+          false,
+          fmt::format("Traceback (most recent call last):\n  (the embedded engine of wsbench serve)\n"
+                      "RuntimeError: {}\n",
+                      why),
+          extra);
     }
     if (flush_cache && server_.flush_would_fail()) {
       return json_reply(500, json{{"success", false},
@@ -160,8 +169,9 @@ class PullServer {
         return r;
       });
     } catch (const Error& e) {
-      return json_reply(e.kind() == ErrorKind::Fatal ? 500 : 400,
-                        json{{"success", false}, {"message", sglang::traceback_message(e)}, {"num_paused_requests", 0}});
+      return json_reply(
+          e.kind() == ErrorKind::Fatal ? 500 : 400,
+          json{{"success", false}, {"message", sglang::traceback_message(e)}, {"num_paused_requests", 0}});
     }
     {
       std::lock_guard lock(mu_);
@@ -177,10 +187,10 @@ class PullServer {
 
   sglang::FamilyServer server_;
   bool host_runtime_;
-  std::mutex mu_;  // guards the members below
-  std::optional<fs::path> local_dir_;           ///< the local checkpoint of the last pull
-  std::optional<uint32_t> applied_;             ///< the version it holds
-  std::optional<uint32_t> runtime_prepared_;    ///< H: the version the host image holds, not yet committed
+  std::mutex mu_;                             // guards the members below
+  std::optional<fs::path> local_dir_;         ///< the local checkpoint of the last pull
+  std::optional<uint32_t> applied_;           ///< the version it holds
+  std::optional<uint32_t> runtime_prepared_;  ///< H: the version the host image holds, not yet committed
 };
 
 }  // namespace

@@ -22,8 +22,8 @@ uint32_t base_version_of(const std::filesystem::path& base) {
   if (it == index.metadata.end()) return 0;
   const WeightVersion v = WeightVersion::parse(it->second);
   if (!v.value) {
-    throw Error(ErrorKind::Format, fmt::format("{}: metadata version '{}' is not a number", (base / kIndexFileName).string(),
-                                               it->second));
+    throw Error(ErrorKind::Format,
+                fmt::format("{}: metadata version '{}' is not a number", (base / kIndexFileName).string(), it->second));
   }
   return *v.value;
 }
@@ -32,9 +32,9 @@ class StitchV0516Protocol final : public sglang::FamilyProtocol {
  public:
   std::string_view name() const override { return "stitch-v0.5.16"; }
   std::vector<SyncModeKind> modes() const override { return {SyncModeKind::Disk, SyncModeKind::Cpu}; }
-  /// The client's default commit mode: pause in_place, commit, continue (src/stitch/sync.py:76, 163-173).
-  // Drain, not the Stitch client's in_place: a cell that names no pause mode serves exact responses only (in_place
-  // is the explicit axis value, with accept_mixed_responses).
+  /// Drain: a cell that names no pause mode serves exact responses only. The Stitch client's default commit mode is
+  /// in_place: pause, commit, continue (src/stitch/sync.py:76, 163-173); a cell names it explicitly (with
+  /// accept_mixed_responses).
   PauseMode default_pause_mode() const override { return PauseMode::Drain; }
   bool server_prepares(SyncModeKind) const override { return true; }
 
@@ -62,10 +62,12 @@ class StitchV0516Protocol final : public sglang::FamilyProtocol {
   std::vector<CommitCall> commit(const UpdateSpec& spec) const override {
     HttpRequest request;
     if (spec.mode == SyncModeKind::Cpu) {
-      request = HttpRequest{"POST", "/update_weights_from_cpu", {},
-                            json{{"target_version", spec.target}, {"flush_cache", false}}};
+      request = HttpRequest{
+          "POST", "/update_weights_from_cpu", {}, json{{"target_version", spec.target}, {"flush_cache", false}}};
     } else {
-      request = HttpRequest{"POST", "/update_weights_from_disk", {},
+      request = HttpRequest{"POST",
+                            "/update_weights_from_disk",
+                            {},
                             json{{"model_path", spec.local_checkpoint_dir.string()},
                                  {"load_format", "auto"},
                                  {"weight_version", sglang::version_text(spec.target)},

@@ -33,7 +33,8 @@ class StageServer {
 
   std::vector<Route> routes() {
     std::vector<Route> routes = server_.common_routes();
-    routes.push_back({"POST", "/stage_weight_update", sglang::validated([this](const HttpRequest& r) { return stage(r); })});
+    routes.push_back(
+        {"POST", "/stage_weight_update", sglang::validated([this](const HttpRequest& r) { return stage(r); })});
     routes.push_back({"POST", "/update_weights_from_disk", sglang::validated([this](const HttpRequest& r) {
                         sglang::DiskReloadHooks hooks;
                         hooks.refuse = [this]() -> std::optional<std::string> {
@@ -43,7 +44,8 @@ class StageServer {
                         hooks.prepared_target = [this](const fs::path& model_path) { return staged_into(model_path); };
                         return sglang::update_weights_from_disk(server_, r, hooks);
                       })});
-    routes.push_back({"POST", "/update_weights_from_cpu", sglang::validated([this](const HttpRequest& r) { return from_cpu(r); })});
+    routes.push_back(
+        {"POST", "/update_weights_from_cpu", sglang::validated([this](const HttpRequest& r) { return from_cpu(r); })});
     return routes;
   }
 
@@ -56,7 +58,8 @@ class StageServer {
 
   /// {success, message, rank_stats: [one entry of this scheduler]} (G `def _stage_weight_update_sync`).
   static HttpReply stage_reply(bool success, const std::string& message, json stats) {
-    return sglang::update_reply(success, message, json{{"rank_stats", stats.is_null() ? json::array() : json::array({stats})}});
+    return sglang::update_reply(success, message,
+                                json{{"rank_stats", stats.is_null() ? json::array() : json::array({stats})}});
   }
 
   /// {base_checkpoint_dir, base_version (0), target_version, destination ("disk" | "cpu"), checkpoint_source_dir,
@@ -91,16 +94,20 @@ class StageServer {
     }
     // What wsbench's engine can stage: from its own boot checkpoint and version, out of its own store.
     if (refusal.empty() && base_dir && !sglang::same_path(*base_dir, server_.state().boot_checkpoint())) {
-      refusal = fmt::format("wsbench serve: base_checkpoint_dir '{}' is not the checkpoint this server booted from "
-                            "('{}')", *base_dir, server_.state().boot_checkpoint().string());
+      refusal = fmt::format(
+          "wsbench serve: base_checkpoint_dir '{}' is not the checkpoint this server booted from "
+          "('{}')",
+          *base_dir, server_.state().boot_checkpoint().string());
     }
     if (refusal.empty() && base != server_.boot_version()) {
       refusal = fmt::format("wsbench serve: base_version {} is not the version this server booted at ({})", base,
                             server_.boot_version());
     }
     if (refusal.empty() && source && target > base && !sglang::same_path(*source, server_.updates_dir())) {
-      refusal = fmt::format("wsbench serve: checkpoint_source_dir '{}' is not the folder of this server's "
-                            "publications ('{}')", *source, server_.updates_dir().string());
+      refusal = fmt::format(
+          "wsbench serve: checkpoint_source_dir '{}' is not the folder of this server's "
+          "publications ('{}')",
+          *source, server_.updates_dir().string());
     }
     if (!refusal.empty()) return stage_reply(false, refusal, nullptr);
 
@@ -167,7 +174,8 @@ class StageServer {
       if (e.kind() == ErrorKind::Fatal) {
         return json_reply(500, json{{"success", false},
                                     {"message", std::string("CPU weight commit failed; terminating the engine to avoid "
-                                                            "serving a mixed model. ") + e.what()},
+                                                            "serving a mixed model. ") +
+                                                    e.what()},
                                     {"rank_stats", json::array()}});
       }
       return refuse(sglang::traceback_message(e));
@@ -181,7 +189,7 @@ class StageServer {
   }
 
   sglang::FamilyServer server_;
-  std::mutex mu_;  // guards the members below
+  std::mutex mu_;                      // guards the members below
   std::optional<fs::path> local_dir_;  ///< the local checkpoint of the disk stages
   std::optional<uint32_t> staged_;     ///< the target staged and not yet committed
 };

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <thread>
 
 #include "engine_api/protocols/sglang_family.hpp"
+#include "engine_api/protocols/torch_pickle.hpp"
 #include "core/phase_log.hpp"
 #include "models/forward/forward.hpp"
 #include "tests/support/protocol_server.hpp"
@@ -24,7 +26,8 @@ constexpr uint32_t kTarget = 3;
 
 /// The fingerprint of `r` as a client sees it over JSON: bytes of the text that are not UTF-8 arrive as U+FFFD.
 std::string wire_fingerprint(const GenerateResponse& r) {
-  const std::string text = json::parse(json(r.text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+  const std::string text =
+      json::parse(json(r.text).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
   return fingerprint(r.output_ids, text, r.logprobs);
 }
 
@@ -65,6 +68,98 @@ INSTANTIATE_TEST_SUITE_P(PauseModes, SglangUpdate,
                          ::testing::Values(PauseMode::Drain, PauseMode::Retract, PauseMode::InPlace, PauseMode::Abort),
                          [](const auto& info) { return std::string(name_of(info.param)); });
 
+constexpr uint64_t kBucketBytes = 131072;  // several buckets of the tiny model
+
+class SglangRefit : public ::testing::TestWithParam<PauseMode> {};
+
+TEST_P(SglangRefit, StreamsTheTargetInBucketsToTheChecksumsOfANativeLoad) {
+  ProtocolServer server("sglang", SyncModeKind::Disk);  // serve runs disk mode under a harness-side prepare
+  const auto& driver = server.driver();
+  const UpdateSpec spec = server.spec(0, kTarget, SyncModeKind::Refit, GetParam(), kBucketBytes);
+  EXPECT_FALSE(server.protocol().server_prepares(SyncModeKind::Refit));
+  const auto calls = server.protocol().commit(spec);
+  driver.run_commit(calls);
+  EXPECT_EQ(driver.weight_version().text, "3");
+  EXPECT_EQ(driver.checksums().ranks, server.native_checksums(kTarget));
+  EXPECT_EQ(driver.generate(probe()).version.text, "3");
+  const LastUpdate last = server.state().last_update();
+  ASSERT_TRUE(last.commit && last.commit->pause_seconds);
+  EXPECT_FALSE(server.engine().paused());
+}
+
+INSTANTIATE_TEST_SUITE_P(PauseModes, SglangRefit,
+                         ::testing::Values(PauseMode::Drain, PauseMode::Retract, PauseMode::InPlace, PauseMode::Abort),
+                         [](const auto& info) { return std::string(name_of(info.param)); });
+
+TEST(SglangProtocol, RefitBucketsCarryOnePayloadPerRankAndTheVersionLast) {
+  ProtocolServer server("sglang", SyncModeKind::Disk);  // serve runs disk mode under a harness-side prepare
+  const auto calls = server.protocol().commit(server.spec(0, 2, SyncModeKind::Refit, PauseMode::Drain, kBucketBytes));
+  ASSERT_GT(calls.size(), 2u);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& body = *calls[i].request.body;
+    EXPECT_EQ(calls[i].request.path, "/update_weights_from_tensor");
+    ASSERT_EQ(body["serialized_named_tensors"].size(), 2u);
+    EXPECT_EQ(body["serialized_named_tensors"][0], body["serialized_named_tensors"][1]);
+    const bool last = i + 1 == calls.size();
+    EXPECT_EQ(body["flush_cache"], last);
+    EXPECT_EQ(body.contains("weight_version"), last);
+  }
+  EXPECT_EQ((*calls.back().request.body)["weight_version"], "2");
+  const auto in_place =
+      server.protocol().commit(server.spec(0, 2, SyncModeKind::Refit, PauseMode::InPlace, kBucketBytes));
+  EXPECT_EQ((*in_place[in_place.size() - 2].request.body)["flush_cache"], false);
+
+  // Until the last bucket the weights stay: the engine holds the buckets and commits the complete set.
+  const auto& driver = server.driver();
+  const auto before = server.engine().storage_checksums();
+  for (size_t i = 0; i + 1 < calls.size(); ++i) driver.run_update(calls[i].request);
+  EXPECT_EQ(server.engine().storage_checksums(), before);
+  EXPECT_TRUE(driver.weight_version().is_default());
+  driver.run_update(calls.back().request);
+  EXPECT_EQ(driver.weight_version().text, "2");
+  EXPECT_EQ(driver.checksums().ranks, server.native_checksums(2));
+}
+
+TEST(SglangProtocol, RefitRefusesPayloadsTheEngineCannotLoad) {
+  ProtocolServer server("sglang", SyncModeKind::Disk);  // serve runs disk mode under a harness-side prepare
+  const auto& driver = server.driver();
+  const auto before = server.engine().storage_checksums();
+  const auto calls = server.protocol().commit(server.spec(0, 2, SyncModeKind::Refit, PauseMode::Drain, kBucketBytes));
+  auto with = [&](const std::function<void(json&)>& edit) {
+    HttpRequest r = calls.front().request;
+    edit(*r.body);
+    return driver.json_of(r, 400);
+  };
+  EXPECT_NE(with([](json& b) { b["serialized_named_tensors"][1] = "AAAA"; })["message"].get<std::string>().find(
+                "serialized_named_tensors[1] differs from [0]"),
+            std::string::npos);
+  EXPECT_NE(
+      with([](json& b) { b["serialized_named_tensors"] = json::array({b["serialized_named_tensors"][0]}); })["message"]
+          .get<std::string>()
+          .find("1 entries for 2 TP ranks"),
+      std::string::npos);
+  EXPECT_NE(with([](json& b) {
+              b["serialized_named_tensors"] = json::array({"not base64!", "not base64!"});
+            })["message"]
+                .get<std::string>()
+                .find("Failed to update weights: "),
+            std::string::npos);
+  EXPECT_NE(with([](json& b) { b["load_format"] = "flattened_bucket"; })["message"].get<std::string>().find(
+                "not 'flattened_bucket'"),
+            std::string::npos);
+  // A tensor the model does not have.
+  const std::string pickle = torch_pickle::encode({{"model.nope.weight", DType::BF16, {2}, {0, 0, 0, 0}}});
+  const std::string b64 = torch_pickle::base64_encode({reinterpret_cast<const uint8_t*>(pickle.data()), pickle.size()});
+  EXPECT_NE(with([&](json& b) {
+              b["serialized_named_tensors"] = json::array({b64, b64});
+            })["message"]
+                .get<std::string>()
+                .find("'model.nope.weight' is not a tensor of the model"),
+            std::string::npos);
+  EXPECT_EQ(server.engine().storage_checksums(), before);
+  EXPECT_TRUE(driver.weight_version().is_default());
+}
+
 TEST(SglangProtocol, CommitBodiesFollowTheUpstreamClient) {
   ProtocolServer server("sglang", SyncModeKind::Disk);
   const auto in_place = server.protocol().commit(server.spec(0, 2, SyncModeKind::Disk, PauseMode::InPlace));
@@ -72,9 +167,9 @@ TEST(SglangProtocol, CommitBodiesFollowTheUpstreamClient) {
   EXPECT_EQ(in_place[0].request.path, "/pause_generation");
   EXPECT_EQ(*in_place[0].request.body, (json{{"mode", "in_place"}}));
   EXPECT_EQ(in_place[1].request.path, "/update_weights_from_disk");
-  EXPECT_EQ(*in_place[1].request.body, (json{{"model_path", server.full_checkpoint(2).string()},
-                                             {"weight_version", "2"},
-                                             {"flush_cache", false}}));
+  EXPECT_EQ(
+      *in_place[1].request.body,
+      (json{{"model_path", server.full_checkpoint(2).string()}, {"weight_version", "2"}, {"flush_cache", false}}));
   EXPECT_EQ(in_place[2].request.path, "/continue_generation");
   EXPECT_EQ(*in_place[2].request.body, json::object());
   const auto drain = server.protocol().commit(server.spec(0, 2, SyncModeKind::Disk, PauseMode::Drain));
@@ -167,7 +262,9 @@ TEST(SglangProtocol, RefusalsChangeNothing) {
   const auto& driver = server.driver();
   const auto before = server.engine().storage_checksums();
 
-  HttpRequest missing{"POST", "/update_weights_from_disk", {},
+  HttpRequest missing{"POST",
+                      "/update_weights_from_disk",
+                      {},
                       json{{"model_path", (server.dir() / "nowhere").string()}, {"weight_version", "1"}}};
   const json refused = driver.json_of(missing, 400);
   EXPECT_EQ(refused["success"], false);
@@ -192,7 +289,9 @@ TEST(SglangProtocol, RefusalsChangeNothing) {
   auto request = std::async(std::launch::async, [&] { return driver.generate(probe(3000)); });
   ASSERT_TRUE(test::wait_until([&] { return server.engine().debug_requests_held() > 0; }, "the request in flight"));
   driver.run_update(sglang::pause_request(PauseMode::InPlace));
-  HttpRequest flushing{"POST", "/update_weights_from_disk", {},
+  HttpRequest flushing{"POST",
+                       "/update_weights_from_disk",
+                       {},
                        json{{"model_path", server.full_checkpoint(1).string()}, {"flush_cache", true}}};
   const HttpReply tripped = driver.send(flushing);
   EXPECT_EQ(tripped.status, 500) << tripped.body;
@@ -212,8 +311,8 @@ TEST(SglangProtocol, RefusalsChangeNothing) {
 TEST(SglangProtocol, ANullVersionKeepsTheServedTextAndChecksumsFollowTheWireShape) {
   ProtocolServer server("sglang", SyncModeKind::Disk);
   const auto& driver = server.driver();
-  driver.run_update(HttpRequest{"POST", "/update_weights_from_disk", {},
-                                json{{"model_path", server.full_checkpoint(2).string()}}});
+  driver.run_update(
+      HttpRequest{"POST", "/update_weights_from_disk", {}, json{{"model_path", server.full_checkpoint(2).string()}}});
   EXPECT_TRUE(driver.weight_version().is_default());
   EXPECT_EQ(driver.checksums().ranks, server.native_checksums(2));
   const json info = driver.json_of(HttpRequest{"GET", "/model_info", {}, std::nullopt});

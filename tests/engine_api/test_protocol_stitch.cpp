@@ -63,11 +63,13 @@ TEST_P(StitchUpdate, ReachesTheTargetWithTheChecksumsOfANativeLoad) {
 }
 
 std::vector<Case> cases() {
-  const std::vector<std::pair<std::string, SyncModeKind>> tables{
-      {"stitch-v0.5.15", SyncModeKind::Disk},      {"stitch-v0.5.15-host-runtime", SyncModeKind::Disk},
-      {"stitch-v0.5.15-host-runtime", SyncModeKind::Cpu}, {"stitch-v0.5.16", SyncModeKind::Disk},
-      {"stitch-v0.5.16", SyncModeKind::Cpu},       {"stitch-staging", SyncModeKind::Disk},
-      {"stitch-staging", SyncModeKind::Cpu}};
+  const std::vector<std::pair<std::string, SyncModeKind>> tables{{"stitch-v0.5.15", SyncModeKind::Disk},
+                                                                 {"stitch-v0.5.15-host-runtime", SyncModeKind::Disk},
+                                                                 {"stitch-v0.5.15-host-runtime", SyncModeKind::Cpu},
+                                                                 {"stitch-v0.5.16", SyncModeKind::Disk},
+                                                                 {"stitch-v0.5.16", SyncModeKind::Cpu},
+                                                                 {"stitch-staging", SyncModeKind::Disk},
+                                                                 {"stitch-staging", SyncModeKind::Cpu}};
   std::vector<Case> out;
   for (const auto& [protocol, mode] : tables) {
     for (PauseMode pause : sglang::family_pause_modes()) out.emplace_back(protocol, mode, pause);
@@ -112,10 +114,10 @@ TEST(StitchProtocols, DefaultsAndBodiesFollowTheClients) {
   const auto staging = make_protocol("stitch-staging");
   EXPECT_EQ(*staging->prepare(spec)->body,
             (json{{"checkpoint_source_dir", (server.store() / "updates").string()}, {"target_version", 2}}));
-  EXPECT_EQ(*staging->commit(spec)[1].request.body, (json{{"target_version", 2},
-                                                         {"abort_all_requests", false},
-                                                         {"torch_empty_cache", false},
-                                                         {"flush_cache", false}}));
+  EXPECT_EQ(
+      *staging->commit(spec)[1].request.body,
+      (json{
+          {"target_version", 2}, {"abort_all_requests", false}, {"torch_empty_cache", false}, {"flush_cache", false}}));
   const auto pull = make_protocol("stitch-v0.5.15-host-runtime");
   EXPECT_EQ((*pull->prepare(server.spec(0, 2, SyncModeKind::Cpu, PauseMode::InPlace))->body)["prepare"], "runtime");
   EXPECT_EQ(*pull->commit(server.spec(0, 2, SyncModeKind::Cpu, PauseMode::InPlace))[1].request.body,
@@ -125,7 +127,8 @@ TEST(StitchProtocols, DefaultsAndBodiesFollowTheClients) {
 
 TEST(StitchProtocols, EveryBodyTheTablesBuildIsARecordedRequest) {
   ProtocolServer server("stitch-v0.5.16", SyncModeKind::Disk, "0");
-  for (const char* name : {"sglang", "stitch-v0.5.15", "stitch-v0.5.15-host-runtime", "stitch-v0.5.16", "stitch-staging"}) {
+  for (const char* name :
+       {"sglang", "stitch-v0.5.15", "stitch-v0.5.15-host-runtime", "stitch-v0.5.16", "stitch-staging"}) {
     SCOPED_TRACE(name);
     const auto protocol = make_protocol(name);
     test::expect_recorded(name, protocol->generate(probe()));
@@ -169,8 +172,7 @@ TEST(StitchProtocols, PreparesRefuseAnotherSourceAndAMissingVersion) {
     const json absent = driver.json_of(*server.protocol().prepare(missing), 400);
     EXPECT_EQ(absent["success"], false);
     EXPECT_NE(absent["message"].get<std::string>().find("FileNotFoundError: "), std::string::npos) << absent;
-    test::expect_error([&] { driver.run_update(*server.protocol().prepare(missing)); }, ErrorKind::State,
-                       {"HTTP 400"});
+    test::expect_error([&] { driver.run_update(*server.protocol().prepare(missing)); }, ErrorKind::State, {"HTTP 400"});
 
     // A commit of a target never prepared is refused before anything changes.
     const auto commit = server.protocol().commit(spec);
@@ -185,28 +187,37 @@ TEST(StitchProtocols, PreparesRefuseAnotherSourceAndAMissingVersion) {
 TEST(StitchProtocols, MissingAndMistypedFieldsAreValidationErrors) {
   ProtocolServer server("stitch-staging", SyncModeKind::Disk, "0");
   const auto& driver = server.driver();
-  const json missing = driver.json_of(HttpRequest{"POST", "/commit_weight_update", {}, json{{"flush_cache", false}}}, 400);
+  const json missing =
+      driver.json_of(HttpRequest{"POST", "/commit_weight_update", {}, json{{"flush_cache", false}}}, 400);
   EXPECT_EQ(missing["object"], "error");
   EXPECT_NE(missing["message"].get<std::string>().find("('body', 'target_version'), 'msg': 'Field required'"),
             std::string::npos);
   const json mistyped = driver.json_of(
-      HttpRequest{"POST", "/prepare_weight_update", {},
+      HttpRequest{"POST",
+                  "/prepare_weight_update",
+                  {},
                   json{{"checkpoint_source_dir", (server.store() / "updates").string()}, {"target_version", "two"}}},
       400);
   EXPECT_NE(mistyped["message"].get<std::string>().find("int_parsing"), std::string::npos);
   // pydantic's lax mode takes a decimal string for an int, and an unknown field is ignored.
   const json lax = driver.json_of(HttpRequest{
-      "POST", "/prepare_weight_update", {},
+      "POST",
+      "/prepare_weight_update",
+      {},
       json{{"checkpoint_source_dir", (server.store() / "updates").string()}, {"target_version", "1"}, {"extra", 1}}});
   EXPECT_EQ(lax["message"], "Prepared weight version 1.");
-  EXPECT_EQ(driver.json_of(HttpRequest{"POST", "/prepare_weight_update", {},
+  EXPECT_EQ(driver.json_of(HttpRequest{"POST",
+                                       "/prepare_weight_update",
+                                       {},
                                        json{{"checkpoint_source_dir", (server.store() / "updates").string()},
                                             {"target_version", 1}}})["message"],
             "Weight version 1 is prepared.");
-  const json behind = driver.json_of(HttpRequest{"POST", "/prepare_weight_update", {},
-                                                 json{{"checkpoint_source_dir", (server.store() / "updates").string()},
-                                                      {"target_version", 0}}},
-                                     400);
+  const json behind = driver.json_of(
+      HttpRequest{"POST",
+                  "/prepare_weight_update",
+                  {},
+                  json{{"checkpoint_source_dir", (server.store() / "updates").string()}, {"target_version", 0}}},
+      400);
   EXPECT_EQ(behind["message"], "Target version 0 must not precede prepared version 1.");
 }
 
@@ -216,9 +227,9 @@ TEST(StitchProtocols, StagingReportsItsDestinationAndRefusesOtherUpdates) {
   const json info = driver.json_of(HttpRequest{"GET", "/server_info", {}, std::nullopt});
   EXPECT_EQ(info["weight_update_staging"], "disk");
   EXPECT_EQ(info["weight_update_local_checkpoint_dir"], (server.dir() / "server" / "engine-checkpoint").string());
-  const json refused = driver.json_of(HttpRequest{"POST", "/update_weights_from_disk", {},
-                                                  json{{"model_path", server.full_checkpoint(1).string()}}},
-                                      400);
+  const json refused = driver.json_of(
+      HttpRequest{"POST", "/update_weights_from_disk", {}, json{{"model_path", server.full_checkpoint(1).string()}}},
+      400);
   EXPECT_NE(refused["message"].get<std::string>().find("unavailable while staged weight updates are enabled"),
             std::string::npos);
   EXPECT_EQ(driver.weight_version().text, "0");
@@ -228,7 +239,9 @@ TEST(StitchProtocols, StageInitializationAndDestinationChecks) {
   ProtocolServer server("stitch-v0.5.16", SyncModeKind::Cpu, "0");
   const auto& driver = server.driver();
   // The client's initialization before the replica serves: a stage of the base without a source.
-  const json init = driver.json_of(HttpRequest{"POST", "/stage_weight_update", {},
+  const json init = driver.json_of(HttpRequest{"POST",
+                                               "/stage_weight_update",
+                                               {},
                                                json{{"base_checkpoint_dir", server.state().boot_checkpoint().string()},
                                                     {"base_version", 0},
                                                     {"target_version", 0},
@@ -239,13 +252,13 @@ TEST(StitchProtocols, StageInitializationAndDestinationChecks) {
   const json refused = driver.json_of(*server.protocol().prepare(disk), 400);
   EXPECT_EQ(refused["message"], "Disk staging is unavailable while the CPU weight cache is enabled.");
   const json no_source = driver.json_of(
-      HttpRequest{"POST", "/stage_weight_update", {},
-                  json{{"base_version", 0}, {"target_version", 2}, {"destination", "cpu"}}},
+      HttpRequest{
+          "POST", "/stage_weight_update", {}, json{{"base_version", 0}, {"target_version", 2}, {"destination", "cpu"}}},
       400);
   EXPECT_EQ(no_source["message"], "checkpoint_source_dir is required after the base version.");
-  const json reload = driver.json_of(HttpRequest{"POST", "/update_weights_from_disk", {},
-                                                 json{{"model_path", server.full_checkpoint(1).string()}}},
-                                     400);
+  const json reload = driver.json_of(
+      HttpRequest{"POST", "/update_weights_from_disk", {}, json{{"model_path", server.full_checkpoint(1).string()}}},
+      400);
   EXPECT_NE(reload["message"].get<std::string>().find("unavailable while the CPU weight cache is enabled"),
             std::string::npos);
 }
@@ -255,8 +268,8 @@ TEST(StitchProtocols, PullIsANoOpAtOrBelowTheAppliedVersionAndTheHostImageNeedsI
   const auto& driver = server.driver();
   const UpdateSpec spec = server.spec(0, 2, SyncModeKind::Cpu, PauseMode::InPlace);
   driver.run_update(*server.protocol().prepare(spec));
-  const json wrong = driver.json_of(
-      HttpRequest{"POST", "/update_weights_from_prepared", {}, json{{"weight_version", "000002"}}}, 400);
+  const json wrong =
+      driver.json_of(HttpRequest{"POST", "/update_weights_from_prepared", {}, json{{"weight_version", "000002"}}}, 400);
   EXPECT_NE(wrong["message"].get<std::string>().find("prepared runtime version mismatch: requested=000002, prepared=2"),
             std::string::npos)
       << wrong;
@@ -264,7 +277,8 @@ TEST(StitchProtocols, PullIsANoOpAtOrBelowTheAppliedVersionAndTheHostImageNeedsI
   EXPECT_EQ(driver.weight_version().text, "2");
   // The local checkpoint already holds v2: pulling v1 or v2 again succeeds without work.
   for (uint32_t again : {1u, 2u}) {
-    const json noop = driver.json_of(*server.protocol().prepare(server.spec(2, again, SyncModeKind::Cpu, PauseMode::InPlace)));
+    const json noop =
+        driver.json_of(*server.protocol().prepare(server.spec(2, again, SyncModeKind::Cpu, PauseMode::InPlace)));
     EXPECT_EQ(noop["success"], true);
   }
   EXPECT_EQ(driver.checksums().ranks, server.native_checksums(2));

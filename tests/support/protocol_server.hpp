@@ -58,9 +58,12 @@ class ProtocolServer {
     return sums;
   }
 
-  /// The update the harness would ask for: served -> target under `pause`, the harness's folders filled in.
-  UpdateSpec spec(uint32_t served, uint32_t target, SyncModeKind mode, PauseMode pause) {
+  /// The update the harness would ask for: served -> target under `pause` (refit in buckets of `bucket_bytes`), the
+  /// harness's folders filled in.
+  UpdateSpec spec(uint32_t served, uint32_t target, SyncModeKind mode, PauseMode pause, uint64_t bucket_bytes = 0) {
     UpdateSpec s;
+    s.tp = static_cast<int>(engine_->layouts().size());
+    s.bucket_bytes = bucket_bytes;
     s.served = served;
     s.target = target;
     s.store = store();

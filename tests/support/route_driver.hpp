@@ -58,7 +58,8 @@ class RouteDriver {
       try {
         reply = route.handler(request);
       } catch (const Error& e) {
-        const bool server = e.kind() == ErrorKind::Fatal || e.kind() == ErrorKind::Io || e.kind() == ErrorKind::Resource;
+        const bool server =
+            e.kind() == ErrorKind::Fatal || e.kind() == ErrorKind::Io || e.kind() == ErrorKind::Resource;
         return json_reply(server ? 500 : 400, nlohmann::json{{"success", false}, {"message", e.what()}});
       }
       if (reply.status == 200 && reply.content_type == "application/json") {
@@ -92,8 +93,8 @@ class RouteDriver {
       throw Error(reply.status >= 500 ? ErrorKind::Fatal : ErrorKind::State,
                   request.endpoint() + ": HTTP " + std::to_string(reply.status) + ": " + reply.body);
     }
-    protocol_->check_update_reply(request, protocol_->plain_text(request) ? nlohmann::json(reply.body)
-                                                                            : nlohmann::json::parse(reply.body));
+    protocol_->check_update_reply(
+        request, protocol_->plain_text(request) ? nlohmann::json(reply.body) : nlohmann::json::parse(reply.body));
   }
 
   /// The calls of one commit in HttpEngineClient's order: pause calls, commit calls (skipped after a failure), then
@@ -134,7 +135,6 @@ class RouteDriver {
   }
 
  private:
-
   std::unique_ptr<Protocol> protocol_;
   std::vector<Route> routes_;
 };
