@@ -167,7 +167,12 @@ void validate_combination(const MatrixCell& cell, const std::string& where) {
                             cell.engine));
   }
   if (cell.uses_http()) {
-    const auto protocol = make_protocol(cell.effective_protocol());  // throws naming the known protocols
+    std::unique_ptr<Protocol> protocol;
+    try {
+      protocol = make_protocol(cell.effective_protocol());
+    } catch (const Error& e) {
+      fail(where, e.what());  // names the known protocols
+    }
     const PauseMode pause = cell.pause_mode.value_or(protocol->default_pause_mode());
     if (const std::string why = protocol_support(*protocol, cell.sync.mode, pause); !why.empty()) fail(where, why);
   }

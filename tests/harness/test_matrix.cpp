@@ -125,14 +125,34 @@ TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "bucket_bytes": 4096}]})")),
             "m.json: cell 0: fields 'transport' and 'bucket_bytes' apply to mode refit only (mode is 'cpu')");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "refit", "engine": "http"}]})")),
-            "m.json: cell 0: mode 'refit' needs an embedded engine (embedded-cpu or embedded-cuda), not 'http'");
+            "m.json: cell 0: protocol 'stitch-staging' has no refit mode (it drives: disk, cpu)");
+}
+
+TEST(Matrix, ProtocolAndPauseModeAreValidatedAndNamedInTheId) {
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "engine": "http", "protocol": "tgi"}]})")),
+            "m.json: cell 0: protocol 'tgi' is unknown (expected one of: sglang, stitch-v0.5.15, "
+            "stitch-v0.5.15-host-runtime, stitch-v0.5.16, stitch-staging, vllm)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "disk",
+      "engine": "http", "protocol": "vllm", "pause_mode": "retract"}]})")),
+            "m.json: cell 0: protocol 'vllm' has no pause mode retract (it has: drain, in_place, abort)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "pause_mode": "sideways"}]})")),
+            "m.json: cell 0: field 'pause_mode': unknown 'sideways' (drain, retract, in_place, abort)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "accept_mixed_responses": true}]})")),
+            "m.json: cell 0: field 'accept_mixed_responses' needs pause_mode 'in_place' (no other pause mode mixes "
+            "versions)");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(
+                R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "protocol": "sglang"}]})")),
+            "m.json: cell 0: fields 'server_command', 'store' and 'protocol' need engine 'http', not 'embedded-cpu'");
 }
 
 TEST(Matrix, TheSmokeMatrixLoads) {
   const auto m = load_matrix(std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices" / "smoke.json");
-  // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; llama and kimi cpu+device-delta; tiny llama x both under
-  // gvisor
-  ASSERT_EQ(m.cells.size(), 15u);
+  // llama, glm, kimi, gpt-oss tiny presets x disk, cpu; llama and kimi cpu+device-delta; three refit cells; six
+  // http cells over the real protocols; tiny llama x both under gvisor
+  ASSERT_EQ(m.cells.size(), 21u);
   EXPECT_EQ(m.cells[0].sync.mode, SyncModeKind::Disk);
   EXPECT_EQ(m.cells[1].sync.mode, SyncModeKind::Cpu);
   EXPECT_EQ(m.cells[0].tp, 2);
@@ -145,10 +165,22 @@ TEST(Matrix, TheSmokeMatrixLoads) {
   EXPECT_EQ(m.cells[10].sync.refit.bucket_bytes, 131072u);
   EXPECT_EQ(m.cells[11].id, "kimi-tiny-nvfp4/refit+inproc/native/tp2");
   EXPECT_EQ(m.cells[12].id, "gpt-oss-tiny-mxfp4/refit+shm/native/tp2");
-  EXPECT_EQ(m.cells[13].id, "llama-tiny-bf16/disk/gvisor/tp2");
-  EXPECT_EQ(m.cells[14].id, "llama-tiny-bf16/cpu/gvisor/tp2");
-  EXPECT_EQ(m.cells[14].n, 3);
-  EXPECT_EQ(m.cells[14].engine, "embedded-cpu");
+  const std::vector<std::string> http{"llama-tiny-bf16/disk@sglang/native/tp2",
+                                      "llama-tiny-bf16/refit+inproc@sglang/native/tp2",
+                                      "llama-tiny-bf16/disk@stitch-v0.5.16:drain/native/tp2",
+                                      "llama-tiny-bf16/cpu@stitch-v0.5.16:in_place/native/tp2",
+                                      "llama-tiny-bf16/disk@stitch-v0.5.15/native/tp2",
+                                      "llama-tiny-bf16/disk@vllm/native/tp2"};
+  for (size_t i = 0; i < http.size(); ++i) {
+    EXPECT_EQ(m.cells[13 + i].id, http[i]);
+    EXPECT_TRUE(m.cells[13 + i].uses_http());
+  }
+  EXPECT_EQ(m.cells[16].pause_mode, PauseMode::InPlace);
+  EXPECT_TRUE(m.cells[16].accept_mixed_responses);
+  EXPECT_EQ(m.cells[19].id, "llama-tiny-bf16/disk/gvisor/tp2");
+  EXPECT_EQ(m.cells[20].id, "llama-tiny-bf16/cpu/gvisor/tp2");
+  EXPECT_EQ(m.cells[20].n, 3);
+  EXPECT_EQ(m.cells[20].engine, "embedded-cpu");
   EXPECT_EQ(filter_cells(m.cells, "gvisor").size(), 2u);
 }
 
@@ -256,7 +288,7 @@ TEST(Matrix, HttpEngineFields) {
   EXPECT_FALSE(m.cells[1].to_json().contains("server_command"));
   EXPECT_EQ(matrix_error(nlohmann::json::parse(
                 R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "server_command": ["x"]}]})")),
-            "m.json: cell 0: fields 'server_command' and 'store' need engine 'http', not 'embedded-cpu'");
+            "m.json: cell 0: fields 'server_command', 'store' and 'protocol' need engine 'http', not 'embedded-cpu'");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(
                 R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "engine": "http", "server_command": []}]})")),
             "m.json: cell 0: field 'server_command' must be a non-empty array of strings");

@@ -42,7 +42,8 @@ TEST(ReportsTableExport, TableSetTitlesAndFormats) {
   EXPECT_EQ(parse_table_format("yaml"), std::nullopt);
   const std::string csv = render_tables(r, TableFormat::Csv);
   EXPECT_EQ(csv.substr(0, csv.find('\n', csv.find('\n') + 1) + 1),
-            "# Summary\nModel,Mode,Runtime,n,Pause range min (s),Pause range max (s),Complete loop range min (s),"
+            "# Summary\nModel,Mode,Runtime,n,Pause range min (s),Pause range max (s),Pause \u2264 commit call min (s),"
+            "Pause \u2264 commit call max (s),Max stall range min (s),Max stall range max (s),Complete loop range min (s),"
             "Complete loop range max (s),Checks\n");
   const nlohmann::json j = nlohmann::json::parse(render_tables(r, TableFormat::Json));
   ASSERT_EQ(j["tables"].size(), 3u);

@@ -12,19 +12,20 @@ namespace {
 TEST(ReportsTables, SeedStyleSummaryMarkdown) {
   const Results r = testing::two_cell_results();
   const std::string expected =
-      "| Model           | Mode | Runtime |   n |   Pause range | Complete loop range | Checks                                  |\n"
-      "| --------------- | ---- | ------- | --: | ------------: | ------------------: | --------------------------------------- |\n"
-      "| llama-tiny-bf16 | disk | native  |   3 | 0.512\u20130.530 s |             20.44 s | pass                                    |\n"
-      "| llama-tiny-bf16 | cpu  | gvisor  |   2 | 0.040\u20130.041 s |        3.10\u201312.50 s | FAIL: fingerprint mismatch after commit |\n";
+      // Results of builds that recorded neither the pause bound nor the stall show n/a there.
+      "| Model           | Mode | Runtime |   n |   Pause range | Pause \u2264 commit call | Max stall range | Complete loop range | Checks                                  |\n"
+      "| --------------- | ---- | ------- | --: | ------------: | ------------------: | --------------: | ------------------: | --------------------------------------- |\n"
+      "| llama-tiny-bf16 | disk | native  |   3 | 0.512\u20130.530 s |                 n/a |             n/a |             20.44 s | pass                                    |\n"
+      "| llama-tiny-bf16 | cpu  | gvisor  |   2 | 0.040\u20130.041 s |                 n/a |             n/a |        3.10\u201312.50 s | FAIL: fingerprint mismatch after commit |\n";
   EXPECT_EQ(render_markdown(summary_table(r.cells)), expected);
 }
 
 TEST(ReportsTables, SeedStyleSummaryTerminalText) {
   const Results r = testing::two_cell_results();
   const std::string expected =
-      "# Model            Mode  Runtime  n    Pause range  Complete loop range  Checks\n"
-      "  llama-tiny-bf16  disk  native   3  0.512\u20130.530 s              20.44 s  pass\n"
-      "  llama-tiny-bf16  cpu   gvisor   2  0.040\u20130.041 s         3.10\u201312.50 s  FAIL: fingerprint mismatch after commit\n";
+      "# Model            Mode  Runtime  n    Pause range  Pause \u2264 commit call  Max stall range  Complete loop range  Checks\n"
+      "  llama-tiny-bf16  disk  native   3  0.512\u20130.530 s                  n/a              n/a              20.44 s  pass\n"
+      "  llama-tiny-bf16  cpu   gvisor   2  0.040\u20130.041 s                  n/a              n/a         3.10\u201312.50 s  FAIL: fingerprint mismatch after commit\n";
   EXPECT_EQ(render_text(summary_table(r.cells)), expected);
 }
 
@@ -36,10 +37,10 @@ TEST(ReportsTables, SummaryChecksColumnForSkippedAndCheckOnlyFailures) {
   check_failed.trials[0].checks.push_back(Check{"pointers_unchanged", false, "rank 1 storage 7 moved", {}});
   const std::vector<Cell> cells = {skipped, check_failed};
   const Table t = summary_table(cells);
-  EXPECT_EQ(format_value(t.columns[6], t.rows[0][6]), "skipped: no CUDA inside gVisor");
+  EXPECT_EQ(format_value(t.columns[8], t.rows[0][8]), "skipped: no CUDA inside gVisor");
   EXPECT_EQ(format_value(t.columns[4], t.rows[0][4]), "n/a");
   EXPECT_EQ(format_value(t.columns[3], t.rows[0][3]), "0");
-  EXPECT_EQ(format_value(t.columns[6], t.rows[1][6]), "FAIL: pointers_unchanged: rank 1 storage 7 moved");
+  EXPECT_EQ(format_value(t.columns[8], t.rows[1][8]), "FAIL: pointers_unchanged: rank 1 storage 7 moved");
 }
 
 TEST(ReportsTables, SummaryAddsTpOnlyWhereNeededAndHostWhenSeveral) {
@@ -47,7 +48,7 @@ TEST(ReportsTables, SummaryAddsTpOnlyWhereNeededAndHostWhenSeveral) {
                                    testing::cell("m", "cpu", "native", 4, "b", {{1.0, 2.0}}),
                                    testing::cell("m", "disk", "native", 4, "b", {{1.0, 2.0}})};
   const Table t = summary_table(cells);
-  ASSERT_EQ(t.columns.size(), 8u);
+  ASSERT_EQ(t.columns.size(), 10u);
   EXPECT_EQ(t.columns[3].header, "Host");
   EXPECT_EQ(t.rows[0][0].text(), "m tp2");
   EXPECT_EQ(t.rows[1][0].text(), "m tp4");
