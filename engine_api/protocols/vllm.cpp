@@ -300,7 +300,10 @@ class VllmProtocol final : public Protocol {
     RankChecksums out;
     out.basis = "per parameter shard, vLLM POST /weight_checker (SHA-256 of its bytes)";
     for (const auto& [key, value] : checksums.items()) {
-      const auto split = vllm::split_checksum_key(key);
+      auto split = vllm::split_checksum_key(key);
+      // Keys of the weight checker as first merged carry the parameter name alone (0100a21 `def weight_checker`,
+      // the recorded answer); later ones prefix the rank fields (0888bfb). A bare name is rank 0's.
+      if (!split && key.find(':') == std::string::npos) split = vllm::ChecksumKey{0, key};
       if (!split || split->tp < 0) {
         throw Error(ErrorKind::Format, fmt::format("{}: checksum key '{}' names no TP rank (expected "
                                                    "dp{{d}}:pp{{p}}:pcp{{c}}:tp{{t}}:...:NAME)", endpoint, key));
