@@ -48,7 +48,7 @@ Table checks_table(std::span<const Cell> cells) {
                {"Fingerprints", MetricKind::Text},    {"Generation during prepare", MetricKind::Text},
                {"Native equality", MetricKind::Text}, {"Pointers", MetricKind::Text},
                {"Missing target", MetricKind::Text},  {"Version", MetricKind::Text},
-               {"Other", MetricKind::Text}};
+               {"Other", MetricKind::Text},           {"Native equality via", MetricKind::Text}};
   const auto& names = checks_table_names();
   std::vector<ConfigKey> keys;
   for (const Cell& c : cells) keys.push_back(config_key(c));
@@ -70,6 +70,16 @@ Table checks_table(std::span<const Cell> cells) {
     std::vector<Value> row = {labels[i], c.mode_label(), c.runtime, static_cast<double>(c.trials.size())};
     for (const Tally& n : named) row.push_back(n.text(false));
     row.push_back(other.text(true));
+    // What the equality with a fresh native load compared (runtime storages, or an engine server's own checksum
+    // endpoint); results of builds that did not record it show n/a.
+    Value via;
+    for (const Trial& trial : c.trials) {
+      if (auto it = trial.extra.find("checksum_basis"); it != trial.extra.end() && it->is_string()) {
+        via = it->get<std::string>();
+        break;
+      }
+    }
+    row.push_back(via);
     t.rows.push_back(std::move(row));
   }
   return t;

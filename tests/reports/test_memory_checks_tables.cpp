@@ -77,6 +77,7 @@ Cell checked_cell() {
   c.trials[2].checks.back().pass = false;
   c.trials[2].checks.push_back(Check{"update_succeeds", false, "boom", json::object()});
   c.trials[0].checks.erase(c.trials[0].checks.begin() + 3);  // trial 0 did not record pointers
+  c.trials[1].extra["checksum_basis"] = "POST /weights_checker (sglang)";  // trial 0 predates the record
   return c;
 }
 
@@ -84,13 +85,13 @@ TEST(ReportsChecksTable, PassedOverRecordedPerCheckAndOther) {
   const std::vector<Cell> cells = {checked_cell(), testing::cell("m", "disk", "native", 2, "h1", {})};
   const std::string expected =
       "| Model | Mode | Runtime |   n | Fingerprints | Generation during prepare | Native equality | Pointers "
-      "| Missing target | Version | Other                         |\n"
+      "| Missing target | Version | Other                         | Native equality via            |\n"
       "| ----- | ---- | ------- | --: | ------------ | ------------------------- | --------------- | -------- "
-      "| -------------- | ------- | ----------------------------- |\n"
+      "| -------------- | ------- | ----------------------------- | ------------------------------ |\n"
       "| m     | cpu  | native  |   3 | 3/3          | 3/3                       | FAIL 2/3        | 2/2      "
-      "| 3/3            | 3/3     | FAIL 2/4: fresh_engines_agree |\n"
+      "| 3/3            | 3/3     | FAIL 2/4: fresh_engines_agree | POST /weights_checker (sglang) |\n"
       "| m     | disk | native  |   0 | n/a          | n/a                       | n/a             | n/a      "
-      "| n/a            | n/a     | n/a                           |\n";
+      "| n/a            | n/a     | n/a                           | n/a                            |\n";
   EXPECT_EQ(render_markdown(checks_table(cells)), expected);
 }
 
