@@ -309,32 +309,10 @@ CommitReport HttpEngineClient::commit(uint32_t target) {
   CommitReport report;
   report.target = target;
   const double t0 = steady_seconds();
-  std::exception_ptr failure;
-  auto run = [&](const HttpRequest& request) {
+  run_commit_calls(calls, [&](const HttpRequest& request) {
     protocol_->check_update_reply(request, *exchange_json(request));
-  };
-  for (CallRole role : {CallRole::Pause, CallRole::Commit}) {
-    for (const auto& call : calls) {
-      if (call.role != role || failure) continue;
-      try {
-        run(call.request);
-      } catch (...) {
-        failure = std::current_exception();
-      }
-    }
-  }
-  // The continue calls run after a failed commit too (a real client's `finally`): a paused server otherwise
-  // stays paused for every later request.
-  for (const auto& call : calls) {
-    if (call.role != CallRole::Continue) continue;
-    try {
-      run(call.request);
-    } catch (...) {
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  report.seconds = steady_seconds() - t0;
-  if (failure) std::rethrow_exception(failure);
+  });
+  report.seconds = steady_seconds() - t0;  // pause call to continue call: the pause's upper bound
   {
     std::lock_guard lock(mu_);
     served_ = target;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "core/errors.hpp"
 #include "engine_api/protocols/factories.hpp"
@@ -20,6 +21,29 @@ std::optional<std::string> HttpRequest::query_value(std::string_view key) const 
 HttpRequest Protocol::health() const { return HttpRequest{"GET", "/health", {}, std::nullopt}; }
 
 bool Protocol::plain_text(const HttpRequest&) const { return false; }
+
+void run_commit_calls(const std::vector<CommitCall>& calls, const std::function<void(const HttpRequest&)>& run) {
+  std::exception_ptr failure;
+  for (CallRole role : {CallRole::Pause, CallRole::Commit}) {
+    for (const auto& call : calls) {
+      if (call.role != role || failure) continue;
+      try {
+        run(call.request);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+  }
+  for (const auto& call : calls) {
+    if (call.role != CallRole::Continue) continue;
+    try {
+      run(call.request);
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
 
 const std::vector<std::string>& protocol_names() {
   static const std::vector<std::string> names{"sglang",         "stitch-v0.5.15", "stitch-v0.5.15-host-runtime",

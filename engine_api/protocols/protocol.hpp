@@ -7,6 +7,7 @@
 // examples taken from them.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -124,6 +125,11 @@ class Protocol {
   /// True when a request to this endpoint answers text/plain (SGLang's /flush_cache): the client does not parse.
   virtual bool plain_text(const HttpRequest& request) const;
 };
+
+/// Runs the calls of one commit through `run` in a real client's order: the pause calls, then the commit calls (none
+/// after a failure), then the continue calls always (a client's `finally`: a paused server otherwise stays paused).
+/// Rethrows the first failure.
+void run_commit_calls(const std::vector<CommitCall>& calls, const std::function<void(const HttpRequest&)>& run);
 
 /// "sglang", "stitch-v0.5.15", "stitch-v0.5.15-host-runtime", "stitch-v0.5.16", "stitch-staging", "vllm".
 const std::vector<std::string>& protocol_names();

@@ -100,26 +100,7 @@ class RouteDriver {
   /// The calls of one commit in HttpEngineClient's order: pause calls, commit calls (skipped after a failure), then
   /// the continue calls always. Rethrows the first failure.
   void run_commit(const std::vector<CommitCall>& calls) const {
-    std::exception_ptr failure;
-    for (CallRole role : {CallRole::Pause, CallRole::Commit}) {
-      for (const auto& call : calls) {
-        if (call.role != role || failure) continue;
-        try {
-          run_update(call.request);
-        } catch (...) {
-          failure = std::current_exception();
-        }
-      }
-    }
-    for (const auto& call : calls) {
-      if (call.role != CallRole::Continue) continue;
-      try {
-        run_update(call.request);
-      } catch (...) {
-        if (!failure) failure = std::current_exception();
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
+    run_commit_calls(calls, [this](const HttpRequest& request) { run_update(request); });
   }
 
   GenerateResult generate(const GenerateRequest& request) const {
