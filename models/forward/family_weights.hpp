@@ -110,7 +110,7 @@ struct SigmoidFamilyWidths {
 /// The widths at `tp` (a tp the family's layout builder accepts; nothing is checked here).
 SigmoidFamilyWidths sigmoid_family_widths(const ModelDims& dims, int tp);
 
-/// One glm4_moe layer of one rank (fp8-channel linears; q/k/v bias when dims.attention_bias).
+/// One glm4_moe layer of one rank (fp8-channel or unquantized linears; q/k/v bias when dims.attention_bias).
 struct Glm4MoeLayerWeights {
   StorageRef input_norm;  ///< [hidden] unquantized dtype
   GqaRank attn;
@@ -122,7 +122,7 @@ struct MlaShape {
   int heads = 0;             ///< q heads of the rank (heads / tp)
   int nope = 0, rope = 0;    ///< qk_nope_head_dim, qk_rope_head_dim
   int qk = 0, v = 0;         ///< mla_qk_head_dim, v_head_dim
-  float scale = 1.0f;        ///< qk^-0.5 (transformers DeepseekV3Attention; no YaRN mscale)
+  float scale = 1.0f;        ///< mla_softmax_scale: qk^-0.5, times YaRN's mscale^2 (DeepseekV3Attention)
   int64_t a_rows = 0;        ///< fused q_a / kv_a rows: q_lora_rank + kv_lora_rank + rope
   int64_t q_rows = 0;        ///< heads * qk
   int64_t kv_rows = 0;       ///< heads * (nope + v)
@@ -132,7 +132,7 @@ struct MlaShape {
 MlaShape deepseek_v3_attention(const ModelDims& dims, int tp);
 
 /// One deepseek_v3 layer of one rank (BF16 attention, dense layers and shared expert; NVFP4 routed experts with
-/// w13 = [up; gate]).
+/// w13 = [up; gate], or unquantized ones with w13 = [gate; up]).
 struct DeepseekV3LayerWeights {
   StorageRef input_norm;          ///< [hidden]
   StorageRef q_a_norm;            ///< [q_lora_rank]

@@ -15,6 +15,7 @@
 #include "models/forward/forward.hpp"
 #include "models/forward/quant_linear.hpp"
 #include "models/forward/rank_storages.hpp"
+#include "models/forward/rope_yarn.hpp"
 #include "models/forward/weight_kernels.hpp"
 
 namespace wsb {
@@ -94,8 +95,12 @@ class MoeForwardBase : public ForwardModel {
   }
   /// s.x += s.sum (the residual connection after attention or MLP).
   void add_residual(MoeSequence& s) const;
-  /// Rotary inverse frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each).
-  void set_inv_freq(std::vector<float> inv_freq) { inv_freq_ = std::move(inv_freq); }
+  /// Rotary frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each, multiplied by the
+  /// attention scaling as transformers' rotary embeddings do).
+  void set_rope(RopeFrequencies rope) {
+    inv_freq_ = std::move(rope.inv_freq);
+    rope_scale_ = rope.attention_scaling;
+  }
   /// Grows the a/b/c/d/scratch buffers of new sequences to at least n floats.
   void need_buffer(int64_t n) { buffer_floats_ = std::max(buffer_floats_, n); }
   /// need_buffer(max(rows, cols)) for each of `linears` (an unbound one has 0 rows and cols).
@@ -114,6 +119,7 @@ class MoeForwardBase : public ForwardModel {
   RankStorages storages_;
   std::vector<VocabEnds> ends_;
   std::vector<float> inv_freq_;
+  float rope_scale_ = 1.0f;
   int64_t vocab_rows_ = 0;
   int64_t buffer_floats_ = 0;
   int64_t norm_floats_ = 0;

@@ -1,6 +1,6 @@
 // Building blocks of the MoE forward passes: the quantized matrix-vector kernels read the runtime storages (after
 // sharding and the post-load transform) and agree with a direct dequantization of the canonical tensors for every
-// rank and expert at TP 1/2/4/8 (FP8 channel, NVFP4 with straddled w2 blocks, MXFP4 with padded ranks); the
+// rank and expert at TP 1/2/4/8 (BF16, FP8 channel, NVFP4 with straddled w2 blocks, MXFP4 with padded ranks); the
 // routing, RoPE, attention and activation helpers give the exact values of their transformers counterparts.
 #include <gtest/gtest.h>
 
@@ -90,7 +90,24 @@ std::vector<Case> ExpertKernels::cases(const RankImages& img, int tp, int rank, 
   const ModelDims& d = profile.dims;
   const int64_t h = d.hidden;
   std::vector<Case> out;
-  if (profile.family == kGlm4MoeFamily) {
+  if (profile.quantization == kQuantNone) {
+    // Unquantized experts (glm4_moe and deepseek_v3 BF16): w13 = [gate slice; up slice], w2 input columns.
+    const RankSlice im = moe_intermediate_slice(d, tp, rank);
+    auto bf16 = [&](const std::string& proj, int64_t row, int64_t k, int64_t cols) {
+      const std::vector<uint8_t>& b = canon(e, proj + ".weight");
+      uint16_t code;
+      std::memcpy(&code, &b[static_cast<size_t>(row * cols + k) * 2], 2);
+      return double{bf16_to_float(code)};
+    };
+    const QuantLinear w13 = dense_linear(ref(img, rank, "mlp.experts.w13_weight"), 2 * im.length, h);
+    out.push_back(make_case(w13, "bf16 w13", [&](int64_t n, int64_t k) {
+      return n < im.length ? bf16("gate_proj", im.start + n, k, h) : bf16("up_proj", im.start + n - im.length, k, h);
+    }));
+    const QuantLinear w2 = dense_linear(ref(img, rank, "mlp.experts.w2_weight"), h, im.length);
+    out.push_back(make_case(w2, "bf16 w2", [&](int64_t n, int64_t k) {
+      return bf16("down_proj", n, im.start + k, d.moe_intermediate);
+    }));
+  } else if (profile.family == kGlm4MoeFamily) {
     // FP8 channel: value = e4m3(weight[row][k]) * weight_scale[row] (compressed-tensors, moe_family.hpp).
     const RankSlice im = moe_intermediate_slice(d, tp, rank);
     // Canonical tensors resolved once per expert: (weight, weight_scale) of each projection.

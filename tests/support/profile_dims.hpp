@@ -43,6 +43,7 @@ inline void expect_same_dims(const ModelDims& actual, const ModelDims& expected)
   EXPECT_EQ(actual.rope_scaling.beta_slow, expected.rope_scaling.beta_slow);
   EXPECT_EQ(actual.rope_scaling.mscale, expected.rope_scaling.mscale);
   EXPECT_EQ(actual.rope_scaling.mscale_all_dim, expected.rope_scaling.mscale_all_dim);
+  EXPECT_EQ(actual.rope_scaling.truncate, expected.rope_scaling.truncate);
 }
 
 /// "name DTYPE [d0, d1]" per canonical tensor, in order: a readable form for EXPECT_EQ on tensor lists.
