@@ -1,4 +1,4 @@
-// Reference forward passes of the quantized MoE families (glm4_moe FP8, deepseek_v3 NVFP4, gpt_oss MXFP4) on
+// Reference forward passes of the MoE families (glm4_moe FP8 and BF16, deepseek_v3 NVFP4 and BF16, gpt_oss MXFP4) on
 // their tiny presets with synthetic canonical weights: finite logits; bitwise determinism across instances,
 // sequences and reloads; TP 1/2/4/8 agreement; a byte of an expert weight or block scale changes the logits
 // exactly when the expert is routed to; the step is fast; mismatched inputs are rejected naming the storage.
@@ -112,6 +112,14 @@ void mutate_element(std::vector<uint8_t>& bytes, const RuntimeStorageSpec& spec,
     byte = (byte & 0x7F) == 0 ? 0x38 : static_cast<uint8_t>(byte ^ 0x80);
   } else if (spec.dtype == DType::U8) {  // E8M0 scale: one exponent step, never 0xFF
     byte = byte == 0xFE ? 0xFD : static_cast<uint8_t>(byte ^ 0x01);
+  } else if (spec.dtype == DType::BF16) {  // little-endian high byte: sign flip; zero becomes 1.0 (0x3F80)
+    uint8_t& high = bytes[pos.byte + 1];
+    if ((high & 0x7F) == 0 && byte == 0) {
+      high = 0x3F;
+      byte = 0x80;
+    } else {
+      high = static_cast<uint8_t>(high ^ 0x80);
+    }
   } else {
     FAIL() << "no mutation rule for " << spec.name;
   }
@@ -125,7 +133,7 @@ std::pair<std::string, std::string> w13_names(int layer) {
 
 TEST_P(MoeForward, ExpertWeightAndScaleBytesMatterExactlyWhenRouted) {
   // One token: the last MoE layer routes it to top_k experts. Changing one element of an expert's w13 weight, or
-  // the scale of that element, must move the logits for exactly those experts and for no other.
+  // the scale of that element (quantized experts), must move the logits for exactly those experts and no other.
   const int tp = 2, layer = last_moe_layer();
   RankImages images(profile, tp, lookup);
   std::vector<RankStorageView> views = images.views();
@@ -133,9 +141,12 @@ TEST_P(MoeForward, ExpertWeightAndScaleBytesMatterExactlyWhenRouted) {
   const std::vector<int32_t> probe = {'Q'};
   const Logits before = test::run_tokens(*model, probe);
   const auto [weight_name, scale_name] = w13_names(layer);
+  const bool scaled = profile.quantization != "none";
+  std::vector<std::string> names = {weight_name};
+  if (scaled) names.push_back(scale_name);
   std::set<int> weight_hits, scale_hits;
   for (int e = 0; e < profile.dims.experts; ++e) {
-    for (const std::string& name : {weight_name, scale_name}) {
+    for (const std::string& name : names) {
       std::vector<uint8_t>& bytes = images.storage(1, name);
       const RuntimeStorageSpec& spec = images.spec(1, name);
       const std::vector<uint8_t> saved = bytes;
@@ -158,7 +169,9 @@ TEST_P(MoeForward, ExpertWeightAndScaleBytesMatterExactlyWhenRouted) {
     }
   }
   EXPECT_EQ(weight_hits.size(), static_cast<size_t>(profile.dims.top_k)) << GetParam();
-  EXPECT_EQ(scale_hits, weight_hits) << GetParam();
+  if (scaled) {
+    EXPECT_EQ(scale_hits, weight_hits) << GetParam();
+  }
   EXPECT_TRUE(test::bitwise_equal(before, test::run_tokens(*model, probe)));  // everything restored
 }
 
@@ -189,17 +202,22 @@ TEST_P(MoeForward, RejectsMismatchedInputs) {
   std::vector<RankStorageView> one(views.begin(), views.begin() + 1);
   expect_error([&] { make_forward(profile, images.layouts, one); }, ErrorKind::Mismatch,
                {profile.id, "2 rank layouts but 1 storage views"});
-  const std::string expert = llama_layer_name(last_moe_layer(), "mlp.experts.w13_weight_scale");
+  // The w13 scale of quantized experts (a transformed storage); the w13 weight of unquantized ones.
+  const bool scaled = profile.quantization != "none";
+  const std::string expert =
+      llama_layer_name(last_moe_layer(), scaled ? "mlp.experts.w13_weight_scale" : "mlp.experts.w13_weight");
   const size_t index = images.layouts[1].index_of(expert);
   std::vector<RankStorageView> short_view = views;
   short_view[1].storages[index] = short_view[1].storages[index].first(8);
   expect_error([&] { make_forward(profile, images.layouts, short_view); }, ErrorKind::Mismatch,
                {"rank 1 storage '" + expert + "': view has 8 bytes"});
-  // A layout whose storage skipped its post-load transform is not the family's runtime layout.
+  // A layout whose storage skipped its post-load transform (or claims one an unquantized storage never has) is
+  // not the family's runtime layout.
   std::vector<RankLayout> untransformed = images.layouts;
-  untransformed[1].storages[index].transform = "none";
+  const std::string other = scaled ? "none" : "fp8_channel_weight";
+  untransformed[1].storages[index].transform = other;
   expect_error([&] { make_forward(profile, untransformed, views); }, ErrorKind::Mismatch,
-               {"rank 1 storage", expert, "(none)"});
+               {"rank 1 storage", expert, "(" + other + ")"});
   ModelProfile fewer = scale_profile(profile, ProfileScale{1});
   expect_error([&] { make_forward(fewer, images.layouts, views); }, ErrorKind::Mismatch, {fewer.id, "rank 0"});
 
