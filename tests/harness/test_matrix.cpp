@@ -312,7 +312,7 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     }
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints.json", "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
                                              "nightly-h100.json", "pin-check.json", "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
 }
 
@@ -623,6 +623,29 @@ TEST(MatrixCheckpoint, CheckpointsFromDefaultsOrAxesNameTheModelToo) {
   EXPECT_EQ(ids, (std::vector<std::string>{"hf:s0..s1/cpu/native/tp1/[\"s1\"] 1",
                                            "hf:s0..s2/cpu/native/tp1/[\"s1\",\"s2\"] 2",
                                            "hf:s0..t1/disk/native/tp1 1"}));
+}
+
+TEST(MatrixCheckpoint, TheShippedCheckpointMatricesNameTheFixtures) {
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
+  const auto cpu = load_matrix(dir / "checkpoints.json");
+  const auto cuda = load_matrix(dir / "checkpoints-cuda.json");
+  ASSERT_EQ(cuda.cells.size(), cpu.cells.size());
+  const auto fixtures = std::filesystem::weakly_canonical(std::filesystem::path(WSBENCH_FIXTURES_DIR));
+  for (size_t i = 0; i < cpu.cells.size(); ++i) {
+    SCOPED_TRACE(cpu.cells[i].id);
+    EXPECT_EQ(cpu.cells[i].engine, "embedded-cpu");
+    EXPECT_TRUE(cpu.cells[i].on_checkpoint());
+    EXPECT_EQ(std::filesystem::weakly_canonical(cpu.cells[i].checkpoint).parent_path(), fixtures);
+    for (const auto& next : cpu.cells[i].checkpoints) {
+      EXPECT_TRUE(std::filesystem::is_directory(next)) << next;
+    }
+    MatrixCell expected = cpu.cells[i];
+    expected.engine = "embedded-cuda";
+    EXPECT_EQ(cuda.cells[i].to_json(), expected.to_json());
+  }
+  std::set<std::string> modes;
+  for (const auto& c : cpu.cells) modes.insert(c.mode_label());
+  EXPECT_EQ(modes, (std::set<std::string>{"cpu", "disk", "refit+inproc"}));
 }
 
 TEST(MatrixCheckpoint, ErrorsNameTheCellAndTheField) {
