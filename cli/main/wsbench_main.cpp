@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (profiles.empty()) profiles = wsb::default_profiles_dir();
-    if (*models) return wsb::cmd_models(profiles, models_tp);
+    if (*models) return wsb::cmd_models(profiles, models_tp, std::cout, std::cerr);
     if (*publish) return wsb::cmd_publish(profiles, publish_args);
     if (*run) return wsb::cmd_run(profiles, run_args);
     if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);
