@@ -29,7 +29,9 @@ int cmd_publish(const std::filesystem::path& profiles_dir, const PublishArgs& ar
   options.store = args.store;
   const auto dots = args.versions.find("..");
   if (dots == std::string::npos) {
-    options.first_version = options.last_version = parse_u32(args.versions, "N");
+    // "N" means what a matrix's publish_versions N means: FULL v0 and DELTA v1..vN. One version alone is "N..N".
+    options.first_version = 0;
+    options.last_version = parse_u32(args.versions, "N");
   } else {
     options.first_version = parse_u32(std::string_view(args.versions).substr(0, dots), "A of A..B");
     options.last_version = parse_u32(std::string_view(args.versions).substr(dots + 2), "B of A..B");

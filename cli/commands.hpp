@@ -20,7 +20,7 @@ int cmd_models(const std::filesystem::path& profiles_dir, int tp, std::ostream& 
 struct PublishArgs {
   std::string model;
   std::filesystem::path store;
-  std::string versions = "0..3";  ///< "A..B" or "N"
+  std::string versions = "0..3";  ///< "A..B", or "N" = "0..N" (as a matrix's publish_versions N)
   uint64_t seed = 0;
   std::string encoding = "xor";
   std::optional<double> density;

@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
   auto* publish = app.add_subcommand("publish", "write synthetic deterministic publications into a store");
   publish->add_option("--model", publish_args.model, "profile id")->required();
   publish->add_option("--store", publish_args.store, "store directory")->required();
-  publish->add_option("--versions", publish_args.versions, "A..B (0 = FULL, later = DELTA)");
+  publish->add_option("--versions", publish_args.versions,
+                      "N: FULL v0 and DELTA v1..vN (as a matrix's publish_versions N); A..B: versions A to B (0 = "
+                      "FULL, later = DELTA; A > 0 appends to the store)");
   publish->add_option("--seed", publish_args.seed, "seed");
   publish->add_option("--encoding", publish_args.encoding, "xor | overwrite")->check(CLI::IsMember({"xor", "overwrite"}));
   publish->add_option("--density", publish_args.density, "fraction of values moved per version")->check(CLI::Range(0.0, 1.0));

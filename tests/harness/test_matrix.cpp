@@ -47,8 +47,14 @@ TEST(Matrix, ErrorsNameCellAndField) {
             "m.json: cell 0: field 'seed' must be >= 0, got -1");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "publish_versions": 999999}]})")),
             "m.json: cell 0: field 'publish_versions' must be 1..100, got 999999");
-  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 0}]})")),
-            "m.json: cell 0: field 'density' must be in (0, 1]: a zero density publishes identity deltas");
+  // Density 0 publishes identity deltas, a real case (an update that changes nothing), as `wsbench publish` allows.
+  const Matrix identity =
+      parse_matrix(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 0}]})"), "m.json");
+  EXPECT_EQ(identity.cells.at(0).density, 0.0);
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": -0.1}]})")),
+            "m.json: cell 0: field 'density' must be in [0, 1] (0: identity deltas), got -0.1");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 1.5}]})")),
+            "m.json: cell 0: field 'density' must be in [0, 1] (0: identity deltas), got 1.5");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "n": 0}]})")),
             "m.json: cell 0: field 'n' must be 1..1000, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "target": 4}]})")),

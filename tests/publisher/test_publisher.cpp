@@ -373,6 +373,15 @@ TEST(Publisher, OverwriteEncodingAndAppend) {
   other_seed.seed = 5;
   expect_error([&] { publish(tiny(), other_seed); }, ErrorKind::Checksum,
                {"tensor 'model.embed_tokens.weight' of published version 000003", "seed 5"});
+  // Same model and seed, another density: said as such (version 0 does not depend on the density).
+  PublishOptions other_density = other_seed;
+  other_density.seed = append.seed;
+  other_density.density = 0.05;
+  expect_error([&] { publish(tiny(), other_density); }, ErrorKind::Mismatch,
+               {"cannot append to " + parts.path().string() +
+                ": density differs: published version 000003 was not made with density 0.05 (tensor "
+                "'model.embed_tokens.weight'), while version 000000 is the synthetic model 'llama-tiny-bf16' with seed "
+                "4: append with the density the store was published with"});
   EXPECT_FALSE(store.has(4));
   EXPECT_EQ(store.latest(), 3u);
   PublishOptions backwards = append;
