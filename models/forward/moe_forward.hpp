@@ -38,7 +38,8 @@ std::unique_ptr<ForwardModel> make_deepseek_v3_forward(const ModelProfile& profi
                                                        const std::vector<RankLayout>& layouts,
                                                        const std::vector<RankStorageView>& storages);
 
-/// gpt_oss (transformers modeling_gpt_oss.py, GptOssForCausalLM) with MXFP4 experts: GQA with q/k/v/o biases,
+/// gpt_oss (transformers modeling_gpt_oss.py, GptOssForCausalLM) with MXFP4 experts or BF16 experts (quantization
+/// none, K-major storages read as DenseKMajor): GQA with q/k/v/o biases,
 /// RoPE rotate_half over the full head_dim, per-head attention sinks in the softmax denominator, sliding window
 /// (keys at positions > pos - sliding_window) on the layers gpt_oss_is_sliding names, scale head_dim^-0.5; router
 /// logits (+bias) -> top_k -> softmax over the chosen logits; experts with biases and the clamped SwiGLU

@@ -175,10 +175,14 @@ ModelDims parse_gpt_oss_dims(const JsonFields& dims) {
   d.attention_bias = true;  // gpt_oss q/k/v/o always carry a bias (modeling_gpt_oss.py, bias=True)
   d.sliding_window = r.positive("sliding_window");
   d.swiglu_limit = r.positive_number("swiglu_limit");
-  r.multiple_of("hidden", d.hidden, kMxfp4Block, "MXFP4 gate_up_proj K needs whole 32-element blocks");
-  r.multiple_of("intermediate", d.intermediate, kMxfp4Block, "MXFP4 down_proj K needs whole 32-element blocks");
   d.rope_scaling = read_rope_scaling(dims);
   return d;
+}
+
+void check_gpt_oss_mxfp4_dims(const JsonFields& dims, const ModelDims& d) {
+  const DimReader r(dims);
+  r.multiple_of("hidden", d.hidden, kMxfp4Block, "MXFP4 gate_up_proj K needs whole 32-element blocks");
+  r.multiple_of("intermediate", d.intermediate, kMxfp4Block, "MXFP4 down_proj K needs whole 32-element blocks");
 }
 
 }  // namespace wsb

@@ -673,7 +673,8 @@ TEST_P(FullCheckpointConfig, FullCheckpointsCarryConfigJsonDeltasDoNot) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyPresets, FullCheckpointConfig,
-                         ::testing::Values("llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"),
+                         ::testing::Values("llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4",
+                                           "gpt-oss-tiny-bf16"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)
