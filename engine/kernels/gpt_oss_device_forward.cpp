@@ -52,8 +52,8 @@ class GptOssDeviceForward final : public MoeDeviceForwardBase {
 GptOssDeviceForward::GptOssDeviceForward(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                          const std::vector<DeviceRankView>& views,
                                          const DeviceForwardOptions& options)
-    // transformers GptOssRotaryEmbedding without YaRN (moe_forward.hpp): inv_freq over head_dim.
-    : MoeDeviceForwardBase(p, layouts, views, options, gpt_oss_attention(p.dims).rotary_dim) {
+    // transformers GptOssRotaryEmbedding: YaRN inv_freq over head_dim (the attention factor rides in attn_).
+    : MoeDeviceForwardBase(p, layouts, views, options, gpt_oss_rope(p.dims).inv_freq) {
   const ModelDims& d = dims_;
   const int tp = this->tp();
   attn_ = DeviceGqaParams{gpt_oss_attention(d), type_};

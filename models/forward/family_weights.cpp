@@ -79,11 +79,19 @@ LlamaRankWeights bind_llama_rank(const ModelProfile& p, const RankStorages& s, i
 
 GqaShape glm4_moe_attention(const ModelDims& d) {
   const int rotary = static_cast<int>(d.head_dim * d.partial_rotary_factor);
-  return GqaShape{d.heads, d.kv_heads, d.head_dim, rotary, 0, attention_scale(d.head_dim)};
+  return GqaShape{d.heads, d.kv_heads, d.head_dim, rotary, 0, attention_scale(d.head_dim), 1.0f};
 }
 
 GqaShape gpt_oss_attention(const ModelDims& d) {
-  return GqaShape{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0, attention_scale(d.head_dim)};
+  return GqaShape{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0, attention_scale(d.head_dim),
+                  gpt_oss_rope(d).attention_factor};
+}
+
+YarnRope gpt_oss_rope(const ModelDims& d) {
+  const RopeScaling& s = d.rope_scaling;
+  if (s.factor <= 0.0) return YarnRope{rope_inv_freq(d.rope_theta, d.head_dim), 1.0f};
+  return rope_yarn(d.rope_theta, d.head_dim, s.factor, s.original_max_position, s.beta_fast, s.beta_slow, s.mscale,
+                   s.mscale_all_dim, s.truncate);
 }
 
 SigmoidFamilyWidths sigmoid_family_widths(const ModelDims& d, int tp) {

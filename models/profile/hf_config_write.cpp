@@ -234,7 +234,7 @@ json gpt_oss_config(const ModelProfile& p) {
                          {"original_max_position_embeddings", s.original_max_position},
                          {"beta_fast", s.beta_fast},
                          {"beta_slow", s.beta_slow},
-                         {"truncate", false}};
+                         {"truncate", s.truncate}};
   }
   // BF16 experts (quantization none) carry no quantization_config, as transformers' save_pretrained of an
   // unquantized GptOssForCausalLM writes none.
