@@ -690,7 +690,8 @@ TEST(MoeLayout, GptOssTinyBf16StorageShapes) {
   for (const char* gone : {"w13_weight_scale", "w2_weight_scale"})
     expect_error([&] { r3.index_of(ex + gone); }, ErrorKind::Missing, {gone});
   // MXFP4's storage list less the two scales; the same list on every rank.
-  EXPECT_EQ(r3.storages.size(), build_rank_layouts(find_profile("gpt-oss-tiny-mxfp4", kProfiles), 4)[3].storages.size() - 4);
+  const RankLayout mx3 = build_rank_layouts(find_profile("gpt-oss-tiny-mxfp4", kProfiles), 4)[3];
+  EXPECT_EQ(r3.storages.size(), mx3.storages.size() - 4);
   for (size_t i = 0; i < l[0].storages.size(); ++i) EXPECT_EQ(l[0].storages[i].shape, r3.storages[i].shape);
 
   // Rank 1 of 2 (local intermediate starts at 112): up of local j = 7 at input k = 5 is canonical column
