@@ -318,8 +318,32 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     }
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
-                                             "nightly-h100.json", "pin-check.json", "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "gpt-oss-bf16-cuda.json",
+                                             "gpt-oss-bf16.json", "h200-x4-glm45-air.json", "h200.json",
+                                             "nightly-b300.json", "nightly-h100.json", "pin-check.json",
+                                             "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
+}
+
+TEST(Matrix, GptOssBf16MatricesCoverEveryModeOnBothBackends) {
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
+  const Matrix cpu = load_matrix(dir / "gpt-oss-bf16.json");
+  std::vector<std::string> ids;
+  for (const auto& c : cpu.cells) {
+    EXPECT_EQ(c.engine, "embedded-cpu") << c.id;
+    ids.push_back(c.id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"gpt-oss-tiny-bf16/disk/native/tp2", "gpt-oss-tiny-bf16/cpu/native/tp2",
+                                           "gpt-oss-tiny-bf16/cpu+device-delta/native/tp2",
+                                           "gpt-oss-tiny-bf16/refit+inproc/native/tp2",
+                                           "gpt-oss-tiny-bf16/refit+shm/native/tp2", "gpt-oss-tiny-bf16/cpu/native/tp4"}));
+  const Matrix cuda = load_matrix(dir / "gpt-oss-bf16-cuda.json");
+  ASSERT_EQ(cuda.cells.size(), cpu.cells.size() + 4);
+  for (size_t i = 0; i < cpu.cells.size(); ++i) {
+    EXPECT_EQ(cuda.cells[i].id, cpu.cells[i].id);
+    EXPECT_EQ(cuda.cells[i].engine, "embedded-cuda") << cuda.cells[i].id;
+  }
+  EXPECT_EQ(cuda.cells[cpu.cells.size()].id, "gpt-oss-tiny-bf16/refit+cuda-ipc/native/tp2");
+  EXPECT_EQ(cuda.cells.back().id, "refit/gpt-oss-120b-bf16/refit+inproc/native/tp2/L2E16");
 }
 
 TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
