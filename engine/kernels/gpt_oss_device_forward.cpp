@@ -1,5 +1,5 @@
 // gpt_oss device forward: models/forward/gpt_oss_forward.cpp on CUDA devices (GQA with biases, sinks and alternating
-// sliding windows; softmax-routed MXFP4 experts with biases and the clamped SwiGLU).
+// sliding windows; softmax-routed MXFP4 or BF16 experts with biases and the clamped SwiGLU).
 #ifdef WSBENCH_HAVE_CUDA
 #include <algorithm>
 
@@ -59,7 +59,7 @@ GptOssDeviceForward::GptOssDeviceForward(const ModelProfile& p, const std::vecto
   attn_ = DeviceGqaParams{gpt_oss_attention(d), type_, rope_scale()};
   for (int r = 0; r < tp; ++r) {
     need_gqa(sizes(), attn_, llama_rank_heads(d, tp, r));
-    const RankSlice im = gpt_oss_intermediate_slice(d, tp, r);
+    const RankSlice im = gpt_oss_expert_slice(p, tp, r);
     inter_.push_back(im);
     need_routed_experts(sizes(), d.top_k, im.length);
     std::vector<Layer> layers;

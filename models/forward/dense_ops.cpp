@@ -22,12 +22,12 @@ std::vector<float> rope_inv_freq(double theta, int head_dim) {
   return inv;
 }
 
-void rope_angles(const std::vector<float>& inv_freq, int64_t position, float* cos_out, float* sin_out) {
+void rope_angles(const std::vector<float>& inv_freq, int64_t position, float* cos_out, float* sin_out, float scale) {
   const float pos = static_cast<float>(position);
   for (size_t j = 0; j < inv_freq.size(); ++j) {
     const float angle = inv_freq[j] * pos;
-    cos_out[j] = std::cos(angle);
-    sin_out[j] = std::sin(angle);
+    cos_out[j] = std::cos(angle) * scale;
+    sin_out[j] = std::sin(angle) * scale;
   }
 }
 

@@ -15,8 +15,10 @@ void rms_norm(const float* x, const float* w, int64_t n, double eps, float* out)
 /// LlamaRotaryEmbedding's default rope init. Plain RoPE only: Llama 3.1's "llama3" rope_scaling is not applied.
 std::vector<float> rope_inv_freq(double theta, int head_dim);
 
-/// cos/sin of position * inv_freq[j] (float32 product, then cosf/sinf), each head_dim/2 long.
-void rope_angles(const std::vector<float>& inv_freq, int64_t position, float* cos_out, float* sin_out);
+/// cos/sin of position * inv_freq[j] (float32 product, then cosf/sinf), each head_dim/2 long, times `scale` (the
+/// rotary embedding's attention scaling: rope_frequencies' (rope_yarn.hpp) for YaRN, else 1).
+void rope_angles(const std::vector<float>& inv_freq, int64_t position, float* cos_out, float* sin_out,
+                 float scale = 1.0f);
 
 /// Rotates `heads` consecutive vectors of head_dim in place, rotate_half convention: element i pairs with
 /// i + head_dim/2: out[i] = x[i]*c - x[i+h]*s, out[i+h] = x[i+h]*c + x[i]*s.

@@ -183,7 +183,8 @@ std::vector<GptOssLayerWeights> bind_gpt_oss_rank(const ModelProfile& p, const R
   const int64_t h = d.hidden, hd = d.head_dim, e = d.experts;
   const LlamaRankHeads heads = llama_rank_heads(d, s.tp(), r);
   const int64_t q_rows = heads.q_heads * hd, qkv_rows = q_rows + 2 * int64_t{heads.kv_heads} * hd;
-  const RankSlice im = gpt_oss_intermediate_slice(d, s.tp(), r);
+  const RankSlice im = gpt_oss_expert_slice(p, s.tp(), r);
+  const bool mxfp4 = p.quantization == kQuantMxfp4;
   std::vector<GptOssLayerWeights> layers;
   for (int l = 0; l < d.layers; ++l) {
     auto n = [l](std::string_view leaf) { return llama_layer_name(l, leaf); };
@@ -198,11 +199,16 @@ std::vector<GptOssLayerWeights> bind_gpt_oss_rank(const ModelProfile& p, const R
     w.o_bias = s.vec(r, n("self_attn.o_proj.bias"), p.dtype, {h});
     w.router = dense_linear(s.ref(r, n("mlp.router.weight")), e, h);
     w.router_bias = s.vec(r, n("mlp.router.bias"), p.dtype, {e});
-    w.w13 = mxfp4_linear(s.ref(r, n("mlp.experts.w13_weight")), s.ref(r, n("mlp.experts.w13_weight_scale")),
-                         2 * im.length, h);
+    if (mxfp4) {
+      w.w13 = mxfp4_linear(s.ref(r, n("mlp.experts.w13_weight")), s.ref(r, n("mlp.experts.w13_weight_scale")),
+                           2 * im.length, h);
+      w.w2 = mxfp4_linear(s.ref(r, n("mlp.experts.w2_weight")), s.ref(r, n("mlp.experts.w2_weight_scale")), h,
+                          im.length);
+    } else {  // BF16 [E, H, 2 I_r] and [E, I_r, H]: K-major (moe_layout.hpp)
+      w.w13 = dense_kmajor_linear(s.ref(r, n("mlp.experts.w13_weight")), 2 * im.length, h);
+      w.w2 = dense_kmajor_linear(s.ref(r, n("mlp.experts.w2_weight")), h, im.length);
+    }
     w.w13_bias = s.vec(r, n("mlp.experts.w13_bias"), p.dtype, {e, 2 * im.padded});
-    w.w2 = mxfp4_linear(s.ref(r, n("mlp.experts.w2_weight")), s.ref(r, n("mlp.experts.w2_weight_scale")), h,
-                        im.length);
     w.w2_bias = s.vec(r, n("mlp.experts.w2_bias"), p.dtype, {e, h});
     layers.push_back(w);
   }

@@ -141,15 +141,15 @@ struct DeepseekV3LayerWeights {
   SigmoidFamilyMlp mlp;
 };
 
-/// One gpt_oss layer of one rank (BF16 attention with biases and sinks, MXFP4 experts with biases).
+/// One gpt_oss layer of one rank (BF16 attention with biases and sinks, MXFP4 or BF16 K-major experts with biases).
 struct GptOssLayerWeights {
   StorageRef input_norm, post_norm;  ///< [hidden]
   StorageRef o_bias;                 ///< [hidden], row-parallel: added once after the reduction
   GqaRank attn;
   QuantLinear router;                ///< [experts, hidden]
   StorageRef router_bias;            ///< [experts]
-  QuantLinear w13, w2;               ///< interleaved gate/up rows 2 * L_r; down [hidden, L_r]
-  StorageRef w13_bias;               ///< [experts, 2 * Ip_r]
+  QuantLinear w13, w2;               ///< interleaved gate/up rows 2 * L_r; down [hidden, L_r] (gpt_oss_expert_slice)
+  StorageRef w13_bias;               ///< [experts, 2 * Ip_r] (Ip_r == L_r for BF16 experts)
   StorageRef w2_bias;                ///< [experts, hidden]
 };
 

@@ -12,11 +12,11 @@ namespace wsb {
 namespace {
 
 // Unquantized MoE experts run as stacked dense [E, rows, cols] linears (SGLang's UnquantizedFusedMoEMethod w13 /
-// w2); gpt_oss has no unquantized layout yet.
+// w2); gpt_oss's BF16 experts are K-major [E, in, out] storages (moe_layout.hpp).
 constexpr std::string_view kLlama[] = {kQuantNone};
 constexpr std::string_view kGlm4Moe[] = {kQuantFp8Channel, kQuantNone};
 constexpr std::string_view kDeepseekV3[] = {kQuantNvfp4, kQuantNone};
-constexpr std::string_view kGptOss[] = {kQuantMxfp4};
+constexpr std::string_view kGptOss[] = {kQuantMxfp4, kQuantNone};
 
 }  // namespace
 

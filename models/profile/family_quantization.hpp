@@ -8,8 +8,8 @@
 namespace wsb {
 
 /// The methods `family` supports (ModelProfile::quantization spellings), the family's reference method first:
-/// llama {none}; glm4_moe {fp8-channel, none}; deepseek_v3 {nvfp4, none}; gpt_oss {mxfp4}. Empty for an unknown
-/// family.
+/// llama {none}; glm4_moe {fp8-channel, none}; deepseek_v3 {nvfp4, none}; gpt_oss {mxfp4, none}. Empty for an
+/// unknown family.
 std::span<const std::string_view> family_quantizations(std::string_view family);
 /// True when `quantization` is one of family_quantizations(family).
 bool family_supports_quantization(std::string_view family, std::string_view quantization);

@@ -239,10 +239,14 @@ json gpt_oss_config(const ModelProfile& p) {
                          {"beta_slow", s.beta_slow},
                          {"truncate", s.truncate}};
   }
-  j["quantization_config"] = {
-      {"quant_method", "mxfp4"},
-      {"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
-                                  "lm_head"}}};
+  // BF16 experts (quantization none) carry no quantization_config, as transformers' save_pretrained of an
+  // unquantized GptOssForCausalLM writes none.
+  if (p.quantization == kQuantMxfp4) {
+    j["quantization_config"] = {
+        {"quant_method", "mxfp4"},
+        {"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+                                    "lm_head"}}};
+  }
   return j;
 }
 

@@ -86,10 +86,8 @@ void check_rope_scaling(const DimCheck& c, const RopeScaling& s) {
 }
 
 /// rope_scaling {"type": "yarn", factor, original_max_position_embeddings, beta_fast, beta_slow[, mscale,
-/// mscale_all_dim, truncate]} (deepseek_v3 / gpt_oss configs; only YaRN is used by these models). `truncate`
-/// defaults to the family's value: true for deepseek_v3 (transformers' default), false for gpt_oss
-/// (openai/gpt-oss-120b config.json rope_scaling "truncate": false).
-RopeScaling read_rope_scaling(const JsonFields& dims, bool default_truncate) {
+/// mscale_all_dim, truncate]} (deepseek_v3 / gpt_oss configs; only YaRN is used by these models).
+RopeScaling read_rope_scaling(const JsonFields& dims) {
   auto obj = dims.optional_object("rope_scaling");
   if (!obj) return {};
   obj->reject_unknown({"type", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
@@ -104,7 +102,7 @@ RopeScaling read_rope_scaling(const JsonFields& dims, bool default_truncate) {
   s.beta_slow = obj->number("beta_slow");
   s.mscale = obj->optional_number("mscale").value_or(0.0);
   s.mscale_all_dim = obj->optional_number("mscale_all_dim").value_or(0.0);
-  s.truncate = obj->optional_boolean("truncate").value_or(default_truncate);
+  s.truncate = obj->optional_boolean("truncate").value_or(true);
   return s;
 }
 
@@ -228,7 +226,7 @@ ModelDims parse_deepseek_v3_dims(const JsonFields& dims, std::string_view quanti
   d.qk_nope_head_dim = dims.integer("qk_nope_head_dim");
   d.qk_rope_head_dim = dims.integer("qk_rope_head_dim");
   d.v_head_dim = dims.integer("v_head_dim");
-  d.rope_scaling = read_rope_scaling(dims, true);
+  d.rope_scaling = read_rope_scaling(dims);
   validate_deepseek_v3_dims(d, quantization, dims.origin(), profile_dim_field);
   return d;
 }
@@ -244,7 +242,7 @@ ModelDims parse_gpt_oss_dims(const JsonFields& dims, std::string_view quantizati
   d.attention_bias = true;  // gpt_oss q/k/v/o always carry a bias (modeling_gpt_oss.py, bias=True)
   d.sliding_window = dims.integer("sliding_window");
   d.swiglu_limit = dims.number("swiglu_limit");
-  d.rope_scaling = read_rope_scaling(dims, false);
+  d.rope_scaling = read_rope_scaling(dims);
   validate_gpt_oss_dims(d, quantization, dims.origin(), profile_dim_field);
   return d;
 }

@@ -1,5 +1,5 @@
-// Updates of the MoE tiny presets (glm4_moe FP8 and BF16, deepseek_v3 NVFP4 and BF16, gpt_oss MXFP4) through the
-// disk, cpu and refit modes on the embedded engine at TP 2: boot at v0 from a published store, update to v1, then
+// Updates of the MoE tiny presets (glm4_moe FP8 and BF16, deepseek_v3 NVFP4 and BF16, gpt_oss MXFP4 and BF16)
+// through the sync modes on the embedded engine at TP 2: boot at v0 from a published store, update to v1, then
 // catch up to v3 (folding two deltas); after each commit the per-rank storage checksums and the probe fingerprint
 // equal those of a fresh engine natively loaded from the publisher's FULL checkpoint of that version, and no
 // storage moved.
@@ -70,7 +70,8 @@ INSTANTIATE_TEST_SUITE_P(Tiny, MoeEngineUpdates,
                                                               std::string("glm-tiny-bf16"),
                                                               std::string("kimi-tiny-nvfp4"),
                                                               std::string("kimi-tiny-bf16"),
-                                                              std::string("gpt-oss-tiny-mxfp4")),
+                                                              std::string("gpt-oss-tiny-mxfp4"),
+                                                              std::string("gpt-oss-tiny-bf16")),
                                             ::testing::Values(std::string("disk"), std::string("cpu"), std::string("refit"))),
                          test::PairParamName());
 

@@ -2,8 +2,10 @@
 // make_hf_tiny.py with transformers 5.17), loaded through profile_from_hf_dir + CheckpointReader + the TP layout,
 // gives transformers' float32 teacher-forced logits (expected_logits.json) at TP 1, 2 and 4 within 1e-5, as the
 // llama forward does for hf-llama-tiny (test_forward.cpp). hf-kimi-tiny-nvfp4 gives gate and up different NVFP4
-// global scales, which the fused w13 layout refuses (the last test). hf-gpt_oss-tiny (BF16 experts) needs the
-// unquantized gpt_oss layout.
+// global scales, which the fused w13 layout refuses (the last test). The gpt_oss fixtures (BF16 experts written by
+// transformers' save_pretrained, and the same weights quantized to MXFP4 in the openai/gpt-oss layout) pin what
+// synthetic weights cannot: YaRN RoPE with its attention factor, sinks, the sliding window of layer 0, the gate/up
+// interleave of the experts and the clamped SwiGLU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,6 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(std::string("hf-glm4_moe-tiny"), std::string("hf-glm4_moe-tiny-step1"),
                                          std::string("hf-glm4_moe-tiny-fp8"), std::string("hf-glm4_moe-tiny-fp8-step1"),
                                          std::string("hf-deepseek_v3-tiny"), std::string("hf-deepseek_v3-tiny-step1"),
+                                         std::string("hf-gpt_oss-tiny"), std::string("hf-gpt_oss-tiny-step1"),
                                          std::string("hf-gpt_oss-tiny-mxfp4")),
                        ::testing::Values(1, 2, 4)),
     [](const auto& info) {

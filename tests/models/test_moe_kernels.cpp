@@ -1,11 +1,13 @@
 // Building blocks of the MoE forward passes: the quantized matrix-vector kernels read the runtime storages (after
 // sharding and the post-load transform) and agree with a direct dequantization of the canonical tensors for every
-// rank and expert at TP 1/2/4/8 (BF16, FP8 channel, NVFP4 with straddled w2 blocks, MXFP4 with padded ranks); the
-// routing, RoPE, attention and activation helpers give the exact values of their transformers counterparts.
+// rank and expert at TP 1/2/4/8 (BF16, FP8 channel, NVFP4 with straddled w2 blocks, MXFP4 with padded ranks,
+// gpt_oss's K-major BF16); the routing, RoPE, attention and activation helpers give the exact values of their
+// transformers counterparts.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "models/forward/dense_ops.hpp"
 #include "models/forward/moe_ops.hpp"
 #include "models/forward/quant_linear.hpp"
 #include "models/layout/llama_layout.hpp"
@@ -90,7 +92,7 @@ std::vector<Case> ExpertKernels::cases(const RankImages& img, int tp, int rank, 
   const ModelDims& d = profile.dims;
   const int64_t h = d.hidden;
   std::vector<Case> out;
-  if (profile.quantization == kQuantNone) {
+  if (profile.quantization == kQuantNone && profile.family != kGptOssFamily) {
     // Unquantized experts (glm4_moe and deepseek_v3 BF16): w13 = [gate slice; up slice], w2 input columns.
     const RankSlice im = moe_intermediate_slice(d, tp, rank);
     auto bf16 = [&](const std::string& proj, int64_t row, int64_t k, int64_t cols) {
@@ -159,6 +161,25 @@ std::vector<Case> ExpertKernels::cases(const RankImages& img, int tp, int rank, 
                                         im.length, im.start % kNvfp4Block);
     out.push_back(make_case(w2, "kimi w2 (K phase " + std::to_string(im.start % 16) + ")", [&](int64_t n, int64_t k) {
       return nvfp4(down, n, im.start + k, d.moe_intermediate);
+    }));
+  } else if (profile.family == kGptOssFamily && profile.quantization == kQuantNone) {
+    // gpt_oss BF16: canonical gate_up_proj [E, H, 2I] and down_proj [E, I, H] are x @ W (value(n, k) = W[e][k][n]);
+    // the rank holds outputs [2 start, 2 end) of gate_up (interleave kept) and inputs [start, end) of down.
+    const RankSlice im = gpt_oss_bf16_intermediate_slice(d, tp, rank);
+    const std::vector<uint8_t>& gate_up = canon_layer("mlp.experts.gate_up_proj");
+    const std::vector<uint8_t>& down = canon_layer("mlp.experts.down_proj");
+    auto bf16 = [e](const std::vector<uint8_t>& t, int64_t k_dim, int64_t n_dim, int64_t k, int64_t n) {
+      uint16_t code;
+      std::memcpy(&code, &t[static_cast<size_t>((e * k_dim + k) * n_dim + n) * 2], 2);
+      return double{bf16_to_float(code)};
+    };
+    const QuantLinear w13 = dense_kmajor_linear(ref(img, rank, "mlp.experts.w13_weight"), 2 * im.length, h);
+    out.push_back(make_case(w13, "gpt-oss bf16 w13", [&](int64_t n, int64_t k) {
+      return bf16(gate_up, h, 2 * d.intermediate, k, 2 * im.start + n);
+    }));
+    const QuantLinear w2 = dense_kmajor_linear(ref(img, rank, "mlp.experts.w2_weight"), h, im.length);
+    out.push_back(make_case(w2, "gpt-oss bf16 w2", [&](int64_t n, int64_t k) {
+      return bf16(down, d.intermediate, h, im.start + k, n);
     }));
   } else {
     // MXFP4: value = e2m1 * 2^(e8m0 - 127) over [E, rows, K/32, 16] blocks and [E, rows, K/32] scales.

@@ -54,4 +54,15 @@ inline std::vector<std::string> tensor_lines(const ModelProfile& profile) {
   return lines;
 }
 
+/// A profile read back from a config (or checkpoint) equals `expected` in dims, family, quantization, dtype,
+/// tensor prefix and canonical tensor list.
+inline void expect_same_profile(const ModelProfile& actual, const ModelProfile& expected) {
+  expect_same_dims(actual.dims, expected.dims);
+  EXPECT_EQ(actual.family, expected.family);
+  EXPECT_EQ(actual.quantization, expected.quantization);
+  EXPECT_EQ(actual.dtype, expected.dtype);
+  EXPECT_EQ(actual.tensor_prefix, expected.tensor_prefix);
+  EXPECT_EQ(tensor_lines(actual), tensor_lines(expected));
+}
+
 }  // namespace wsb::test
