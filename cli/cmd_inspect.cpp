@@ -1,7 +1,12 @@
-// `wsbench inspect CHECKPOINT [--json OUT] [--values] [--decode TENSOR=KIND ...]`: what is in a checkpoint.
+// `wsbench inspect CHECKPOINT [--json OUT] [--values] [--decode TENSOR=KIND ...] [--base DIR]`: what is in a
+// checkpoint.
 //
 // Table (stdout, unless --json -): one row per tensor, sorted by name: name, dtype, shape, file, bytes, sha256; with
-// --values an indented line per tensor with its decode kind and first 8 values.
+// --values an indented line per tensor with its decode kind and first 8 values. A DELTA publication's payloads are
+// labelled as such; with --base DIR (the FULL publication of its base_version) each payload is applied to the
+// base's tensor and a line per tensor says what changed, decoded in the base tensor's dtype:
+//   "changes vs base (BF16 [64, 32], bf16): 21 of 2048 elements: [12] 0.5 -> 0.50390625, ..., ..."
+// (the first 4 changed element indices, old -> new).
 //
 // JSON (format "wsbench-inspect/1"):
 //   {"format", "path", "indexed": bool (read through model.safetensors.index.json), "index_metadata": {str: str},
@@ -12,7 +17,9 @@
 //                 the file, "bytes", "sha256": hex of the stored bytes, "decode": kind applied by --values ("none"
 //                 when the bytes are opaque), "decode_source": "auto" | "request",
 //                 in a DELTA publication "payload": "zstd <encoding> delta payload (compressed; base version B)"
-//                 (decoded only on request), with --values and decode != none: "values_count", "values": [...] }]}
+//                 (decoded only on request), with --values and decode != none: "values_count", "values": [...],
+//                 with --base: "changes": {"base_dtype", "base_shape", "decode", "elements", "changed",
+//                 "positions": [first 4 changed indices], "old_values", "new_values"} }]}
 // Values are exact: a float kind's values are JSON numbers that read as binary64 give the decoded value bit for bit
 // (NaN and infinities are the strings "nan", "inf", "-inf"); int values are JSON integers. e2m1 gives 2 * numel
 // values (low nibble first).
@@ -58,6 +65,32 @@ std::string values_preview(const DecodedValues& values) {
   return out;
 }
 
+/// Value `i` of `values` as table text.
+std::string value_at(const DecodedValues& values, size_t i) {
+  return std::visit(
+      [i](const auto& v) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v[i])>, double>) {
+          return value_text(v[i]);
+        } else {
+          return fmt::format("{}", v[i]);
+        }
+      },
+      values);
+}
+
+std::string changes_line(const DeltaChanges& c) {
+  std::string out = fmt::format("changes vs base ({} {}, {}): {} of {} elements", dtype_name(c.base_spec.dtype),
+                                shape_string(c.base_spec.shape),
+                                c.decode == DecodeKind::None ? "bytes" : decode_kind_name(c.decode), c.changed,
+                                c.elements);
+  for (size_t k = 0; k < c.positions.size(); ++k) {
+    out += fmt::format("{} [{}] {} -> {}", k ? "," : ":", c.positions[k], value_at(c.old_values, k),
+                       value_at(c.new_values, k));
+  }
+  if (c.changed > c.positions.size()) out += ", ...";
+  return out;
+}
+
 void print_table(const Inspection& inspection) {
   size_t name_width = 6;
   for (const InspectedTensor& t : inspection.tensors) name_width = std::max(name_width, t.spec.name.size());
@@ -70,6 +103,7 @@ void print_table(const Inspection& inspection) {
     std::cout << fmt::format("  {:<{}} {:<8} {:<18} {:<32} {:>12}  {}\n", t.spec.name, name_width,
                              dtype_name(t.spec.dtype), shape_string(t.spec.shape), t.file, t.bytes, t.sha256);
     if (!t.payload.empty() && !t.values) std::cout << fmt::format("    {}\n", t.payload);
+    if (t.changes) std::cout << fmt::format("    {}\n", changes_line(*t.changes));
     if (t.values) {
       std::cout << fmt::format("    {}{} ({} values): [{}]\n", decode_kind_name(t.decode),
                                t.requested ? " (requested)" : "", decoded_count(*t.values), values_preview(*t.values));
@@ -82,6 +116,7 @@ void print_table(const Inspection& inspection) {
 int cmd_inspect(const InspectArgs& args) {
   InspectOptions options;
   options.values = args.values;
+  options.base = args.base;
   for (const std::string& text : args.decode) options.decode.push_back(parse_decode_request(text));
   const Inspection inspection = inspect_checkpoint(args.checkpoint, options);
   if (args.json_out == "-") {

@@ -117,6 +117,7 @@ struct InspectArgs {
   std::filesystem::path json_out;          ///< write the JSON here ("-" = stdout instead of the table); empty: none
   bool values = false;                     ///< decode every tensor's values (JSON: all of them; table: the first 8)
   std::vector<std::string> decode;         ///< "TENSOR=KIND" requests overriding the automatic decode
+  std::filesystem::path base;              ///< DELTA only: the FULL publication of its base version (show changes)
 };
 /// `wsbench inspect`: per tensor name, dtype, shape, file, bytes, sha256 and optionally decoded values
 /// (cli/inspect.hpp).

@@ -14,6 +14,8 @@
 
 #include "models/checkpoint/checkpoint.hpp"
 #include "core/numeric.hpp"
+#include "publication/delta_codec.hpp"
+#include "publication/publication.hpp"
 #include "models/quant/codecs.hpp"
 #include "models/quant/quant_role.hpp"
 
@@ -99,6 +101,78 @@ std::vector<double> decode_codes(std::span<const uint8_t> bytes, Fn decode) {
   std::vector<double> out(bytes.size() / sizeof(Code));
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(decode(load_le<Code>(bytes.data() + i * sizeof(Code))));
   return out;
+}
+
+/// Equal values: doubles bit for bit (the decode widens exactly, so this is the stored code's equality).
+template <class T>
+bool same_value(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+  } else {
+    return a == b;
+  }
+}
+
+DecodedValues decode_or_bytes(const TensorSpec& spec, std::span<const uint8_t> bytes, DecodeKind kind) {
+  if (kind != DecodeKind::None) return decode_tensor(spec, bytes, kind);
+  return std::vector<int64_t>(bytes.begin(), bytes.end());
+}
+
+DeltaChanges delta_changes(const TensorSpec& base_spec, std::span<const uint8_t> base, std::span<const uint8_t> payload,
+                           DeltaEncoding encoding) {
+  DecodedDelta delta = decode_delta(encoding, payload, base.size(), base_spec.name);
+  std::vector<uint8_t> target(base.begin(), base.end());
+  apply_delta_swap(delta, target);
+  DeltaChanges c;
+  c.base_spec = base_spec;
+  c.decode = auto_decode_kind(base_spec);
+  const DecodedValues before = decode_or_bytes(base_spec, base, c.decode);
+  const DecodedValues after = decode_or_bytes(base_spec, target, c.decode);
+  std::visit(
+      [&](const auto& old_v) {
+        using V = std::decay_t<decltype(old_v)>;
+        const V& new_v = std::get<V>(after);
+        V olds, news;
+        c.elements = old_v.size();
+        for (size_t i = 0; i < old_v.size(); ++i) {
+          if (same_value(old_v[i], new_v[i])) continue;
+          if (++c.changed <= kChangePositions) {
+            c.positions.push_back(i);
+            olds.push_back(old_v[i]);
+            news.push_back(new_v[i]);
+          }
+        }
+        c.old_values = std::move(olds);
+        c.new_values = std::move(news);
+      },
+      before);
+  return c;
+}
+
+/// The base checkpoint of DELTA `delta` (inspect --base), checked against the delta's manifest.
+std::unique_ptr<CheckpointReader> open_base(const fs::path& base, const fs::path& path, const CheckpointReader* delta,
+                                            PublicationManifest& manifest) {
+  const std::string where = fmt::format("--base {}", base.string());
+  if (delta == nullptr || !delta->index().metadata.contains("delta_encoding")) {
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("{}: {} is not a DELTA publication (its index has no delta_encoding)", where, path.string()));
+  }
+  manifest = parse_manifest(delta->index(), (path / kIndexFileName).string());
+  auto reader = std::make_unique<CheckpointReader>(base);
+  const PublicationManifest held = parse_manifest(reader->index(), (base / kIndexFileName).string());
+  if (held.kind != PublicationKind::Full) {
+    throw Error(ErrorKind::Mismatch, fmt::format("{}: a DELTA publication (version {} on base {}), not a FULL one; "
+                                                 "give the FULL publication of version {}",
+                                                 where, version_string(held.version),
+                                                 version_string(held.base_version.value_or(0)),
+                                                 version_string(*manifest.base_version)));
+  }
+  if (held.version != *manifest.base_version) {
+    throw Error(ErrorKind::Mismatch, fmt::format("{}: holds version {}, the delta {} ({}) is based on version {}",
+                                                 where, version_string(held.version), path.string(),
+                                                 version_string(manifest.version), version_string(*manifest.base_version)));
+  }
+  return reader;
 }
 
 }  // namespace
@@ -297,6 +371,10 @@ Inspection inspect_checkpoint(const fs::path& path, const InspectOptions& option
                           base == out.index_metadata.end() ? std::string("unknown") : base->second);
   }
 
+  PublicationManifest manifest;
+  std::unique_ptr<CheckpointReader> base;
+  if (!options.base.empty()) base = open_base(options.base, path, reader.get(), manifest);
+
   std::set<std::string, std::less<>> seen;
   for (const auto& [name, file] : files) {
     out.files.push_back(InspectedFile{name, fs::file_size(file->path()), file->data_start(), file->entries().size(),
@@ -320,6 +398,20 @@ Inspection inspect_checkpoint(const fs::path& path, const InspectOptions& option
                                 shape_string(entry.shape), file->path().string(), decode_kind_name(t.decode)));
       }
       if (options.values && t.decode != DecodeKind::None) t.values = decode_tensor(t.spec, data, t.decode);
+      if (base) {
+        if (!base->contains(entry.name)) {
+          throw Error(ErrorKind::Mismatch, fmt::format("--base {}: no tensor '{}' (the delta has a payload for it in {})",
+                                                       options.base.string(), entry.name, name));
+        }
+        const SafetensorsEntry& held = base->entry(entry.name);
+        try {
+          t.changes = delta_changes(held.spec(), base->data(entry.name), data, manifest.encoding);
+        } catch (const Error& e) {
+          throw Error(ErrorKind::Mismatch,
+                      fmt::format("--base {}: tensor '{}' ({} {}, {} B in the base): {}", options.base.string(),
+                                  entry.name, dtype_name(held.dtype), shape_string(held.shape), held.bytes(), e.what()));
+        }
+      }
       seen.insert(entry.name);
       out.tensors.push_back(std::move(t));
     }
@@ -334,6 +426,37 @@ Inspection inspect_checkpoint(const fs::path& path, const InspectOptions& option
             [](const InspectedTensor& a, const InspectedTensor& b) { return a.spec.name < b.spec.name; });
   return out;
 }
+
+namespace {
+
+nlohmann::json values_json(const DecodedValues& values) {
+  nlohmann::json out = nlohmann::json::array();
+  std::visit(
+      [&out](const auto& v) {
+        for (const auto& x : v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(x)>, double>) {
+            out.push_back(decoded_value_json(x));
+          } else {
+            out.push_back(x);
+          }
+        }
+      },
+      values);
+  return out;
+}
+
+nlohmann::json changes_json(const DeltaChanges& c) {
+  return {{"base_dtype", dtype_name(c.base_spec.dtype)},
+          {"base_shape", c.base_spec.shape},
+          {"decode", decode_kind_name(c.decode)},
+          {"elements", c.elements},
+          {"changed", c.changed},
+          {"positions", c.positions},
+          {"old_values", values_json(c.old_values)},
+          {"new_values", values_json(c.new_values)}};
+}
+
+}  // namespace
 
 nlohmann::json inspection_json(const Inspection& inspection) {
   using nlohmann::json;
@@ -359,20 +482,9 @@ nlohmann::json inspection_json(const Inspection& inspection) {
     if (!t.payload.empty()) j["payload"] = t.payload;
     if (t.values) {
       j["values_count"] = decoded_count(*t.values);
-      json values = json::array();
-      std::visit(
-          [&values](const auto& v) {
-            for (const auto& x : v) {
-              if constexpr (std::is_same_v<std::decay_t<decltype(x)>, double>) {
-                values.push_back(decoded_value_json(x));
-              } else {
-                values.push_back(x);
-              }
-            }
-          },
-          *t.values);
-      j["values"] = std::move(values);
+      j["values"] = values_json(*t.values);
     }
+    if (t.changes) j["changes"] = changes_json(*t.changes);
     tensors.push_back(std::move(j));
   }
   return json{{"format", "wsbench-inspect/1"},

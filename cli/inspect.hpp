@@ -76,7 +76,25 @@ nlohmann::json decoded_value_json(double value);
 struct InspectOptions {
   bool values = false;                  ///< decode values (automatic decode, overridden per tensor by `decode`)
   std::vector<DecodeRequest> decode;    ///< later requests for the same tensor win
+  /// A DELTA publication only: the FULL publication of its base_version; each payload is then decoded against it
+  /// (InspectedTensor::changes). Empty: no base.
+  std::filesystem::path base;
 };
+
+/// What one DELTA payload changes in its base tensor (inspect --base): the base's tensor and its payload applied,
+/// both decoded by the base tensor's automatic kind and compared element by element (bit for bit, so -0 vs +0 and
+/// NaN payloads count as changes). Elements are decoded values (E2M1: two per byte); kind None compares bytes.
+struct DeltaChanges {
+  TensorSpec base_spec;                  ///< the tensor as the base holds it
+  DecodeKind decode = DecodeKind::None;  ///< kind of old_values / new_values (None: raw bytes as int)
+  uint64_t elements = 0;                 ///< elements compared
+  uint64_t changed = 0;                  ///< elements that differ
+  std::vector<uint64_t> positions;       ///< the first kChangePositions changed element indices, increasing
+  DecodedValues old_values, new_values;  ///< at `positions`: in the base, and after the payload
+};
+
+/// Changed elements listed per tensor by --base.
+inline constexpr size_t kChangePositions = 4;
 
 /// One tensor of an inspected checkpoint.
 struct InspectedTensor {
@@ -91,6 +109,7 @@ struct InspectedTensor {
   /// In a DELTA publication (index metadata delta_encoding; DESIGN "Publication format"): "zstd <encoding> delta
   /// payload (compressed; base version <base_version>)", and decode is None unless requested; else "".
   std::string payload;
+  std::optional<DeltaChanges> changes;  ///< with InspectOptions::base
 };
 
 /// One safetensors file of the checkpoint.
@@ -115,7 +134,10 @@ struct Inspection {
 /// CheckpointReader, so every cross-check of the loader applies) or a single .safetensors file. Throws
 /// Error(Missing) naming the path when it does not exist, Error(Missing) naming the tensor for a --decode request
 /// of a tensor the checkpoint lacks, Error(Mismatch) naming the tensor, its dtype and the kind when a request does
-/// not fit the tensor's dtype, and every error of CheckpointReader / SafetensorsFile.
+/// not fit the tensor's dtype, and every error of CheckpointReader / SafetensorsFile. With options.base: throws
+/// Error(Mismatch) "--base B: ..." when `path` is not a DELTA publication, when B is a DELTA or holds another version
+/// than the delta's base_version, when B lacks a tensor the delta has a payload for, or when a payload does not
+/// decode against B's tensor (naming the tensor and decode_delta's reason, e.g. a mask of another size).
 Inspection inspect_checkpoint(const std::filesystem::path& path, const InspectOptions& options);
 
 /// The JSON form of an inspection (format "wsbench-inspect/1"; see cli/cmd_inspect.cpp for the schema).

@@ -12,6 +12,8 @@
 #include "harness/context.hpp"
 #include "harness/memory_sampler.hpp"
 #include "harness/probe.hpp"
+#include "models/layout/tp_layout.hpp"
+#include "modes/refit/sender.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;
@@ -30,6 +32,21 @@ struct Observed {
   std::chrono::milliseconds sample_period{5};
   std::vector<ProbeSample> samples;
 };
+
+/// Per sender rank, the buckets and bytes an embedded refit cell streams: the plan RefitMode sends for the engine's
+/// profile, TP layouts and bucket size (every refit of a cell sends the same). Empty for other cells, and for http
+/// engines, whose protocol chooses its own buckets.
+std::vector<RankStream> refit_streams(const MatrixCell& cell, const EngineOptions& options) {
+  if (cell.sync.mode != SyncModeKind::Refit || cell.uses_http()) return {};
+  const auto shards = refit::plan_rank_shards(options.profile.canonical_tensors(),
+                                              build_rank_layouts(options.profile, options.tp));
+  const auto plan = refit::plan_rank_streams(shards, refit::refit_bucket_bytes(options.sync.refit.bucket_bytes, shards));
+  std::vector<RankStream> out;
+  for (size_t r = 0; r < plan.size(); ++r) {
+    out.push_back(RankStream{.rank = static_cast<int64_t>(r), .buckets = plan[r].buckets, .bytes = plan[r].bytes});
+  }
+  return out;
+}
 
 std::vector<Phase> phase_records(const std::vector<PhaseRecord>& records) {
   // Aggregate repeated records (per storage / per rank) under one name, keeping first-seen order.
@@ -233,6 +250,7 @@ void run_trial_body(int index, const TrialSetup& in, std::string& previous_fp, C
   phases.insert(phases.end(), o.prepare.phases.begin(), o.prepare.phases.end());
   phases.insert(phases.end(), o.commit.phases.begin(), o.commit.phases.end());
   trial.phases = phase_records(phases);
+  trial.refit_streams = refit_streams(cell, launch.options);
   if (cell.uses_cuda()) trial.extra["cupti"] = cupti_json(o.commit.cupti);
   trial.memory = memory_record(o, client, cell.uses_http());
   trial.extra["timeline"] = timeline_json(o, tally.first_target);

@@ -14,6 +14,7 @@
 #include "reports/host_table.hpp"
 #include "reports/memory_table.hpp"
 #include "reports/publication_table.hpp"
+#include "reports/refit_table.hpp"
 #include "reports/phase_table.hpp"
 #include "reports/summary_table.hpp"
 #include "reports/verdict.hpp"
@@ -130,6 +131,13 @@ std::string render_report_markdown(const Results& r, const ReportOptions& option
     out += "Cells on real checkpoints: the publication each cell's trials updated to. Changed: elements that differ "
            "from the base version (a packed FP4 byte counts as two); Compression: checkpoint bytes / stored bytes.\n\n";
     out += render_markdown(publication_table(r.cells));
+  }
+
+  if (any_refit_streams(r.cells)) {
+    out += "\n## Refit\n\n";
+    out += "Per sender rank, in rank order: the transport buckets each refit sent and the payload bytes it streamed "
+           "(the rank's shards). Ranks hold different shards, so their counts may differ.\n\n";
+    out += render_markdown(refit_table(r.cells));
   }
 
   if (options.phases) {

@@ -16,7 +16,8 @@ struct NamedTable {
 };
 
 /// In order: Summary (summary_table); Fleet means (host_mean_table, only when cells come from more than one host);
-/// Checks (checks_table); Memory (memory_table); one "Phases <id> on <host>" per cell that recorded phases.
+/// Checks (checks_table); Memory (memory_table); Publications (only with checkpoint cells); Refit (refit_table, only
+/// when some trial recorded refit_streams); one "Phases <id> on <host>" per cell that recorded phases.
 std::vector<NamedTable> report_tables(const Results& results);
 
 enum class TableFormat { Text, Markdown, Json, Csv };

@@ -107,6 +107,16 @@ struct Check {
   bool operator==(const Check&) const = default;
 };
 
+/// What one sender rank of a refit streamed in the trial's update (modes/refit/sender.hpp plan_rank_streams): JSON
+/// {"rank", "buckets", "bytes"} in the trial's "refit_streams" array.
+struct RankStream {
+  int64_t rank = 0;      ///< sender rank = engine TP rank
+  uint64_t buckets = 0;  ///< transport buckets sent
+  uint64_t bytes = 0;    ///< payload bytes (the rank's shards), alignment gaps excluded
+  nlohmann::json extra = nlohmann::json::object();
+  bool operator==(const RankStream&) const = default;
+};
+
 /// One update measured in a fresh engine. `times_s` keys include prepare, commit, pause, envelope, max_stall,
 /// native_load; any other key is kept.
 struct Trial {
@@ -118,6 +128,7 @@ struct Trial {
   std::vector<Check> checks;
   nlohmann::json memory = nlohmann::json::object();  ///< rss_peak_bytes, ... (free-form numbers)
   nlohmann::json probe = nlohmann::json::object();   ///< responses, ... (free-form)
+  std::vector<RankStream> refit_streams;  ///< refit cells of the embedded engine: one per rank; empty otherwise
   nlohmann::json extra = nlohmann::json::object();
   bool operator==(const Trial&) const = default;
 };

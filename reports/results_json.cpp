@@ -63,6 +63,18 @@ Phase parse_phase(const json& j, const std::string& where) {
   return v;
 }
 
+RankStream parse_rank_stream(const json& j, const std::string& where) {
+  FieldReader r(j, where);
+  RankStream v;
+  v.rank = r.required<int64_t>("rank");
+  FieldReader named(j, fmt::format("{} of rank {}", where, v.rank));
+  named.raw("rank");
+  v.buckets = named.required<uint64_t>("buckets");
+  v.bytes = named.required<uint64_t>("bytes");
+  v.extra = named.unknown();
+  return v;
+}
+
 Check parse_check(const json& j, const std::string& where) {
   FieldReader r(j, where);
   Check v;
@@ -130,6 +142,10 @@ Trial parse_trial(const json& j, const std::string& where) {
   }
   v.memory = object_or_empty(t.raw("memory"), t, "memory");
   v.probe = object_or_empty(t.raw("probe"), t, "probe");
+  if (const json* s = t.raw("refit_streams")) {
+    const json& arr = array_field(s, t, "refit_streams");
+    for (const json& e : arr) v.refit_streams.push_back(parse_rank_stream(e, t.where() + " refit stream"));
+  }
   v.extra = t.unknown();
   return v;
 }
@@ -238,6 +254,13 @@ void to_json(json& j, const Phase& v) {
   j["floor"] = v.floor;
 }
 
+void to_json(json& j, const RankStream& v) {
+  j = start_with(v.extra);
+  j["rank"] = v.rank;
+  j["buckets"] = v.buckets;
+  j["bytes"] = v.bytes;
+}
+
 void to_json(json& j, const Check& v) {
   j = start_with(v.extra);
   j["name"] = v.name;
@@ -255,6 +278,7 @@ void to_json(json& j, const Trial& v) {
   j["checks"] = v.checks;
   j["memory"] = v.memory.is_object() ? v.memory : json::object();
   j["probe"] = v.probe.is_object() ? v.probe : json::object();
+  if (!v.refit_streams.empty()) j["refit_streams"] = v.refit_streams;
 }
 
 void to_json(json& j, const Cell& v) {

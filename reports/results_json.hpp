@@ -24,6 +24,7 @@ void to_json(nlohmann::json& j, const Floors& v);
 void to_json(nlohmann::json& j, const Bytes& v);
 void to_json(nlohmann::json& j, const Phase& v);
 void to_json(nlohmann::json& j, const Check& v);
+void to_json(nlohmann::json& j, const RankStream& v);
 void to_json(nlohmann::json& j, const Trial& v);
 void to_json(nlohmann::json& j, const Cell& v);
 void to_json(nlohmann::json& j, const Results& v);

@@ -150,6 +150,9 @@ int main(int argc, char** argv) {
                       "f32 f64")
       ->allow_extra_args(false)  // one value per --decode, so a following positional stays the checkpoint
       ->take_all();
+  inspect->add_option("--base", inspect_args.base,
+                      "DELTA publication: the FULL publication of its base version; shows each tensor's changes "
+                      "(changed elements, first positions, old -> new values)");
 
   fs::path codecs_json;
   auto* codecs = app.add_subcommand("codecs", "wsbench's decode tables and encoder probes as JSON");

@@ -11,24 +11,13 @@
 #include "core/errors.hpp"
 #include "modes/refit/receiver_group.hpp"
 #include "modes/refit/refit_link.hpp"
+#include "modes/refit/sender.hpp"
 #include "modes/refit/stream_aligner.hpp"
 #include "publication/store.hpp"
 #include "modes/sync/commit_copy.hpp"
 
 namespace wsb::refit {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kDefaultMinBucket = 64 * kMiB;
-
-uint64_t choose_bucket_bytes(const SyncContext& context, const RankShards& shards) {
-  if (context.sync.refit.bucket_bytes != 0) return context.sync.refit.bucket_bytes;
-  uint64_t largest = 0;
-  for (const auto& rank : shards) {
-    for (const ShardSlice& s : rank) largest = std::max(largest, s.spec.bytes());
-  }
-  return std::max(kDefaultMinBucket, align_up(largest, kMiB));
-}
 
 const SyncContext& checked(const SyncContext& context) {
   if (context.sync.refit.transport == RefitTransport::CudaIpc &&
@@ -90,7 +79,7 @@ RefitMode::RefitMode(SyncContext context)
       shards_(plan_rank_shards(context_.profile.canonical_tensors(), context_.layouts)),
       layout_(refit_layout(shards_)),
       trainer_(context_.profile, shards_, trainer_memory(context_)),
-      bucket_bytes_(check_bucket_fits(choose_bucket_bytes(context_, shards_), shards_)),
+      bucket_bytes_(check_bucket_fits(refit_bucket_bytes(context_.sync.refit.bucket_bytes, shards_), shards_)),
       pool_(bucket_bytes_, shards_.size(), std::nullopt,
             context_.sync.refit.transport == RefitTransport::CudaIpc ? context_.pinner : nullptr) {
   const auto index = [this](const std::string& name) {

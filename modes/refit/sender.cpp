@@ -1,30 +1,30 @@
 #include "modes/refit/sender.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
 #include <fmt/format.h>
 
 #include "modes/refit/refit_error.hpp"
+#include "modes/sync/host_buffer.hpp"
 
 namespace wsb::refit {
 
-std::vector<std::vector<WireEntry>> plan_buckets(int rank, std::span<const ShardWeight> shard,
-                                                 uint64_t bucket_size_bytes) {
+namespace {
+
+/// plan_buckets over specs only (the byte spans already checked).
+std::vector<std::vector<WireEntry>> plan_specs(int rank, std::span<const TensorSpec> specs,
+                                               uint64_t bucket_size_bytes) {
   if (bucket_size_bytes == 0) fail_rank(ErrorKind::Mismatch, rank, "bucket_size_bytes must be > 0");
   std::vector<std::vector<WireEntry>> buckets;
   std::vector<WireEntry> current;
   uint64_t cursor = 0;
-  for (const auto& w : shard) {
-    const uint64_t bytes = w.spec.bytes();
-    if (w.bytes.size() != bytes) {
-      fail_rank(ErrorKind::Mismatch, rank,
-                fmt::format("weight '{}' has {} B of data, its spec {} {} needs {} B", w.spec.name, w.bytes.size(),
-                            dtype_name(w.spec.dtype), shape_string(w.spec.shape), bytes));
-    }
+  for (const TensorSpec& spec : specs) {
+    const uint64_t bytes = spec.bytes();
     if (bytes > bucket_size_bytes) {
       fail_rank(ErrorKind::Mismatch, rank,
-                fmt::format("weight '{}' of {} B does not fit in a bucket of {} B", w.spec.name, bytes,
+                fmt::format("weight '{}' of {} B does not fit in a bucket of {} B", spec.name, bytes,
                             bucket_size_bytes));
     }
     uint64_t offset = (cursor + kEntryAlignment - 1) / kEntryAlignment * kEntryAlignment;
@@ -33,11 +33,53 @@ std::vector<std::vector<WireEntry>> plan_buckets(int rank, std::span<const Shard
       current.clear();
       offset = 0;
     }
-    current.push_back(WireEntry{.spec = w.spec, .offset = offset, .bytes = bytes});
+    current.push_back(WireEntry{.spec = spec, .offset = offset, .bytes = bytes});
     cursor = offset + bytes;
   }
   if (!current.empty()) buckets.push_back(std::move(current));
   return buckets;
+}
+
+}  // namespace
+
+std::vector<std::vector<WireEntry>> plan_buckets(int rank, std::span<const ShardWeight> shard,
+                                                 uint64_t bucket_size_bytes) {
+  std::vector<TensorSpec> specs;
+  specs.reserve(shard.size());
+  for (const auto& w : shard) {
+    if (w.bytes.size() != w.spec.bytes()) {
+      fail_rank(ErrorKind::Mismatch, rank,
+                fmt::format("weight '{}' has {} B of data, its spec {} {} needs {} B", w.spec.name, w.bytes.size(),
+                            dtype_name(w.spec.dtype), shape_string(w.spec.shape), w.spec.bytes()));
+    }
+    specs.push_back(w.spec);
+  }
+  return plan_specs(rank, specs, bucket_size_bytes);
+}
+
+std::vector<RankStreamPlan> plan_rank_streams(const RankShards& shards, uint64_t bucket_size_bytes) {
+  std::vector<RankStreamPlan> out;
+  for (size_t r = 0; r < shards.size(); ++r) {
+    std::vector<TensorSpec> specs;
+    for (const ShardSlice& s : shards[r]) specs.push_back(s.spec);
+    RankStreamPlan plan;
+    for (const auto& bucket : plan_specs(static_cast<int>(r), specs, bucket_size_bytes)) {
+      ++plan.buckets;
+      for (const WireEntry& e : bucket) plan.bytes += e.bytes;
+    }
+    out.push_back(plan);
+  }
+  return out;
+}
+
+uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  if (requested != 0) return requested;
+  uint64_t largest = 0;
+  for (const auto& rank : shards) {
+    for (const ShardSlice& s : rank) largest = std::max(largest, s.spec.bytes());
+  }
+  return std::max(64 * kMiB, align_up(largest, kMiB));
 }
 
 void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_size_bytes, Transport& transport) {

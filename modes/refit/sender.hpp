@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "modes/refit/bucket.hpp"
+#include "modes/refit/rank_shards.hpp"
 #include "modes/refit/transport.hpp"
 
 namespace wsb::refit {
@@ -23,6 +24,22 @@ struct ShardWeight {
 /// weight is larger than a bucket, and when bucket_size_bytes is 0.
 std::vector<std::vector<WireEntry>> plan_buckets(int rank, std::span<const ShardWeight> shard,
                                                  uint64_t bucket_size_bytes);
+
+/// What one sender rank streams in a refit: buckets sent and payload bytes (the weights' bytes, alignment gaps
+/// excluded), as stream_shard sends them.
+struct RankStreamPlan {
+  uint64_t buckets = 0;
+  uint64_t bytes = 0;
+  bool operator==(const RankStreamPlan&) const = default;
+};
+
+/// Per sender rank, the buckets and bytes of `shards` packed into buckets of `bucket_size_bytes` (plan_buckets'
+/// boundaries). Throws what plan_buckets throws (a weight larger than a bucket, a bucket of 0).
+std::vector<RankStreamPlan> plan_rank_streams(const RankShards& shards, uint64_t bucket_size_bytes);
+
+/// The bucket size a refit uses: `requested` when non-zero, else the largest shard of any rank rounded up to MiB, at
+/// least 64 MiB (one bucket holds any weight, and buckets stay large enough to amortize a hand-off).
+uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards);
 
 /// Packs `shard` into buckets of `bucket_size_bytes` and sends them on transport.sender(rank), then finish().
 /// Setup refuses a bucket size different from the transport's (check_bucket_sizes) before sending anything.

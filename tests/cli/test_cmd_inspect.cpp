@@ -227,6 +227,99 @@ TEST(Inspect, DeltaPayloadsAreLabelledNotDecoded) {
   EXPECT_TRUE(requested.tensors[0].values.has_value());
 }
 
+/// FULL v0 and DELTA v1, v2 of the tiny Llama, seed 7, density 0.01 in `encoding`.
+fs::path publish_llama(const fs::path& store, DeltaEncoding encoding) {
+  PublishOptions o;
+  o.store = store;
+  o.last_version = 2;
+  o.seed = 7;
+  o.density = 0.01;
+  o.encoding = encoding;
+  publish(test::tiny_profile(), o);
+  return store;
+}
+
+std::string inspect_output(const InspectArgs& args) {
+  ::testing::internal::CaptureStdout();
+  const int rc = cmd_inspect(args);
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0);
+  return out;
+}
+
+/// The output line after tensor `name`'s row (the payload label), then its changes line.
+std::string changes_line(const std::string& out, const std::string& name) {
+  const size_t row = out.find("\n  " + name + " ");
+  if (row == std::string::npos) return "no row for " + name;
+  const size_t payload = out.find('\n', row + 1);
+  const size_t changes = out.find('\n', payload + 1);
+  return out.substr(changes + 1, out.find('\n', changes + 1) - changes - 1);
+}
+
+// --base: each payload applied to the base's tensor, the changes decoded in the tensor's dtype. Cross-checked with
+// the FULL v1 the publisher writes directly (write_full_checkpoint): the same elements differ.
+TEST(Inspect, BaseShowsEachPayloadsChangesInTheTensorsDtype) {
+  for (const DeltaEncoding encoding : {DeltaEncoding::Xor, DeltaEncoding::Overwrite}) {
+    SCOPED_TRACE(std::string(delta_encoding_name(encoding)));
+    TempDir tmp;
+    const Store store(publish_llama(tmp / "store", encoding));
+    InspectArgs args;
+    args.checkpoint = store.update_dir(1);
+    args.values = true;
+    args.base = store.update_dir(0);
+    const std::string out = inspect_output(args);
+    EXPECT_EQ(changes_line(out, "model.norm.weight"), "");
+    EXPECT_EQ(changes_line(out, "model.embed_tokens.weight"), "");
+    EXPECT_EQ(changes_line(out, "model.layers.0.self_attn.k_proj.weight"), "");
+
+    InspectOptions options;
+    options.base = store.update_dir(0);
+    const Inspection inspection = inspect_checkpoint(store.update_dir(1), options);
+    write_full_checkpoint(test::tiny_profile(), 7, 1, 0.01, tmp / "full1");
+    const CheckpointReader v0(store.update_dir(0)), v1(tmp / "full1");
+    for (const InspectedTensor& t : inspection.tensors) {
+      ASSERT_TRUE(t.changes.has_value()) << t.spec.name;
+      const auto before = decode_tensor(t.changes->base_spec, v0.data(t.spec.name), DecodeKind::BF16);
+      const auto after = decode_tensor(t.changes->base_spec, v1.data(t.spec.name), DecodeKind::BF16);
+      const auto& b = std::get<std::vector<double>>(before);
+      const auto& a = std::get<std::vector<double>>(after);
+      uint64_t changed = 0;
+      for (size_t i = 0; i < b.size(); ++i) changed += std::bit_cast<uint64_t>(b[i]) != std::bit_cast<uint64_t>(a[i]);
+      EXPECT_EQ(t.changes->changed, changed) << t.spec.name;
+      EXPECT_EQ(t.changes->elements, b.size()) << t.spec.name;
+      if (!t.changes->positions.empty()) {
+        const size_t p = t.changes->positions[0];
+        EXPECT_EQ(std::get<std::vector<double>>(t.changes->old_values)[0], b[p]) << t.spec.name;
+        EXPECT_EQ(std::get<std::vector<double>>(t.changes->new_values)[0], a[p]) << t.spec.name;
+      }
+    }
+    const json j = inspection_json(inspection);
+    EXPECT_EQ(j["tensors"][0]["changes"].dump(), "");
+  }
+}
+
+TEST(Inspect, BaseThatDoesNotMatchIsRefusedNamingIt) {
+  TempDir tmp;
+  const Store store(publish_llama(tmp / "store", DeltaEncoding::Xor));
+  InspectOptions options;
+  options.base = store.update_dir(0);
+  const fs::path v0 = store.update_dir(0), v1 = store.update_dir(1), v2 = store.update_dir(2);
+  // Not a DELTA.
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v0, options); }, ErrorKind::Mismatch), "");
+  // Wrong version: v2's base is v1.
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v2, options); }, ErrorKind::Mismatch), "");
+  // A DELTA as the base.
+  options.base = v1;
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v2, options); }, ErrorKind::Mismatch), "");
+  // Another model's v0: tensors missing or of another size.
+  test::publish_tiny(tmp / "gpt-oss", 0, 7, DeltaEncoding::Xor, "gpt-oss-tiny-mxfp4");
+  test::publish_tiny(tmp / "glm", 0, 7, DeltaEncoding::Xor, "glm-tiny-fp8");
+  options.base = Store(tmp / "gpt-oss").update_dir(0);
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v1, options); }, ErrorKind::Mismatch), "");
+  options.base = Store(tmp / "glm").update_dir(0);
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v1, options); }, ErrorKind::Mismatch), "");
+}
+
 TEST(Inspect, JsonSpellsNanInfinityAndNegativeZero) {
   TempDir tmp;
   const std::vector<uint8_t> fp8{0x7F, 0xFF, 0x00, 0x80, 0x7E};

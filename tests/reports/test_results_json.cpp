@@ -72,8 +72,26 @@ TEST(ReportsResultsJson, ObjectRoundTripIsEqual) {
   r.cells[1].floors->h2d_gbps.reset();
   r.cells[1].trials[0].phases.push_back(Phase{"commit.h2d", 0.1, 5500000000ULL, "h2d", json::object()});
   r.cells[1].trials[0].memory = {{"rss_peak_bytes", 1234}};
-  const Results back = json::parse(json(r).dump()).get<Results>();
+  r.cells[1].trials[0].refit_streams = {RankStream{0, 5, 524288, json::object()},
+                                        RankStream{1, 6, 589824, json({{"transport", "shm"}})}};
+  const json written = json(r);
+  EXPECT_EQ(written["cells"][1]["trials"][0]["refit_streams"],
+            json::parse(R"([{"rank": 0, "buckets": 5, "bytes": 524288},
+                            {"rank": 1, "buckets": 6, "bytes": 589824, "transport": "shm"}])"));
+  EXPECT_FALSE(written["cells"][0]["trials"][0].contains("refit_streams"));  // none recorded: no key
+  const Results back = json::parse(written.dump()).get<Results>();
   EXPECT_EQ(back, r);
+}
+
+TEST(ReportsResultsJson, RefitStreamFieldsAreNamed) {
+  json doc = full_document();
+  doc["cells"][0]["trials"][0]["refit_streams"] = json::parse(R"([{"rank": 0, "buckets": 5, "bytes": 524288},
+                                                                  {"rank": 1, "bytes": 589824}])");
+  EXPECT_EQ(error_of(doc),
+            "cell 'llama-tiny-bf16/disk/native/tp2' trial 0 refit stream of rank 1: missing required field 'buckets'");
+  doc["cells"][0]["trials"][0]["refit_streams"] = json::object();
+  EXPECT_EQ(error_of(doc),
+            "cell 'llama-tiny-bf16/disk/native/tp2' trial 0: field 'refit_streams' must be an array, got object");
 }
 
 TEST(ReportsResultsJson, MissingTrialFieldNamesCellTrialAndField) {

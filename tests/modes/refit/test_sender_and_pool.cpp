@@ -6,7 +6,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "models/layout/tp_layout.hpp"
 #include "tests/modes/refit/refit_test_util.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace wsb::refit::test {
 namespace {
@@ -73,6 +75,29 @@ TEST(RefitSender, RefusesAWeightLargerThanABucket) {
   const auto shards = make_shards({{}, {{"big", DType::F32, {64}}}});
   EXPECT_EQ(error_text([&] { plan_buckets(1, shards.weights(1), 255); }),
             "refit: rank 1: weight 'big' of 256 B does not fit in a bucket of 255 B");
+}
+
+// The smoke matrix's refit cells: tiny Llama at TP 2 with 128 KiB and 256 KiB buckets. Both ranks stream the same
+// bytes (the tiny Llama's heads split evenly); the plan is what the results' refit_streams record.
+TEST(RefitSender, PlansTheTinyLlamaStreamsPerRank) {
+  const ModelProfile profile = wsb::test::tiny_profile();
+  const RankShards shards = plan_rank_shards(profile.canonical_tensors(), build_rank_layouts(profile, 2));
+  ASSERT_EQ(shards.size(), 2u);
+  std::vector<uint64_t> shard_bytes(2, 0);
+  for (size_t r = 0; r < 2; ++r) {
+    for (const ShardSlice& s : shards[r]) shard_bytes[r] += s.spec.bytes();
+  }
+  // Each rank's payload is its shards' bytes: 427264 B (417.25 KiB), so at least 4 buckets of 128 KiB, 2 of 256 KiB.
+  EXPECT_EQ(shard_bytes, (std::vector<uint64_t>{427264, 427264}));
+  EXPECT_EQ(plan_rank_streams(shards, 131072),
+            (std::vector<RankStreamPlan>{{.buckets = 4, .bytes = 427264}, {.buckets = 4, .bytes = 427264}}));
+  EXPECT_EQ(plan_rank_streams(shards, 262144),
+            (std::vector<RankStreamPlan>{{.buckets = 2, .bytes = 427264}, {.buckets = 2, .bytes = 427264}}));
+  // bucket_bytes 0: the mode's default, one 64 MiB bucket per rank.
+  EXPECT_EQ(refit_bucket_bytes(0, shards), 64ull << 20);
+  EXPECT_EQ(refit_bucket_bytes(131072, shards), 131072u);
+  EXPECT_EQ(plan_rank_streams(shards, refit_bucket_bytes(0, shards)),
+            (std::vector<RankStreamPlan>{{.buckets = 1, .bytes = 427264}, {.buckets = 1, .bytes = 427264}}));
 }
 
 TEST(RefitSender, RefusesBytesDisagreeingWithTheSpec) {
