@@ -47,8 +47,14 @@ TEST(Matrix, ErrorsNameCellAndField) {
             "m.json: cell 0: field 'seed' must be >= 0, got -1");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "publish_versions": 999999}]})")),
             "m.json: cell 0: field 'publish_versions' must be 1..100, got 999999");
-  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 0}]})")),
-            "m.json: cell 0: field 'density' must be in (0, 1]: a zero density publishes identity deltas");
+  // Density 0 publishes identity deltas, a real case (an update that changes nothing), as `wsbench publish` allows.
+  const Matrix identity =
+      parse_matrix(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 0}]})"), "m.json");
+  EXPECT_EQ(identity.cells.at(0).density, 0.0);
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": -0.1}]})")),
+            "m.json: cell 0: field 'density' must be in [0, 1] (0: identity deltas), got -0.1");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 1.5}]})")),
+            "m.json: cell 0: field 'density' must be in [0, 1] (0: identity deltas), got 1.5");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "n": 0}]})")),
             "m.json: cell 0: field 'n' must be 1..1000, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "target": 4}]})")),
@@ -312,8 +318,32 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     }
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
-                                             "nightly-h100.json", "pin-check.json", "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "gpt-oss-bf16-cuda.json",
+                                             "gpt-oss-bf16.json", "h200-x4-glm45-air.json", "h200.json",
+                                             "nightly-b300.json", "nightly-h100.json", "pin-check.json",
+                                             "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
+}
+
+TEST(Matrix, GptOssBf16MatricesCoverEveryModeOnBothBackends) {
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
+  const Matrix cpu = load_matrix(dir / "gpt-oss-bf16.json");
+  std::vector<std::string> ids;
+  for (const auto& c : cpu.cells) {
+    EXPECT_EQ(c.engine, "embedded-cpu") << c.id;
+    ids.push_back(c.id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"gpt-oss-tiny-bf16/disk/native/tp2", "gpt-oss-tiny-bf16/cpu/native/tp2",
+                                           "gpt-oss-tiny-bf16/cpu+device-delta/native/tp2",
+                                           "gpt-oss-tiny-bf16/refit+inproc/native/tp2",
+                                           "gpt-oss-tiny-bf16/refit+shm/native/tp2", "gpt-oss-tiny-bf16/cpu/native/tp4"}));
+  const Matrix cuda = load_matrix(dir / "gpt-oss-bf16-cuda.json");
+  ASSERT_EQ(cuda.cells.size(), cpu.cells.size() + 4);
+  for (size_t i = 0; i < cpu.cells.size(); ++i) {
+    EXPECT_EQ(cuda.cells[i].id, cpu.cells[i].id);
+    EXPECT_EQ(cuda.cells[i].engine, "embedded-cuda") << cuda.cells[i].id;
+  }
+  EXPECT_EQ(cuda.cells[cpu.cells.size()].id, "gpt-oss-tiny-bf16/refit+cuda-ipc/native/tp2");
+  EXPECT_EQ(cuda.cells.back().id, "refit/gpt-oss-120b-bf16/refit+inproc/native/tp2/L2E16");
 }
 
 TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
