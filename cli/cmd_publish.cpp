@@ -41,6 +41,7 @@ int cmd_publish(const std::filesystem::path& profiles_dir, const PublishArgs& ar
   auto encoding = parse_delta_encoding(args.encoding);
   if (!encoding) throw Error(ErrorKind::Format, fmt::format("--encoding '{}': expected xor or overwrite", args.encoding));
   options.encoding = *encoding;
+  options.frame_bytes = args.frame_bytes;
   options.density = args.density;
   options.fsync = args.fsync;
   options.threads = args.threads;

@@ -19,6 +19,7 @@ struct PublishArgs {
   std::string versions = "0..3";  ///< "A..B" or "N"
   uint64_t seed = 0;
   std::string encoding = "xor";
+  uint64_t frame_bytes = 0;  ///< xor mask bytes per zstd frame; 0: one frame per payload ("zstd")
   std::optional<double> density;
   std::optional<int> layers;
   std::optional<int> experts;

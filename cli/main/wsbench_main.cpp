@@ -31,6 +31,10 @@ int main(int argc, char** argv) {
   publish->add_option("--versions", publish_args.versions, "A..B (0 = FULL, later = DELTA)");
   publish->add_option("--seed", publish_args.seed, "seed");
   publish->add_option("--encoding", publish_args.encoding, "xor | overwrite")->check(CLI::IsMember({"xor", "overwrite"}));
+  publish->add_option("--frame-bytes", publish_args.frame_bytes,
+                      "xor mask bytes per zstd frame: 0 one frame per payload (compression_format zstd, what the "
+                      "Stitch/SGLang fork reads); > 0 compression_format zstd-frames (decoded on several threads "
+                      "per tensor)");
   publish->add_option("--density", publish_args.density, "fraction of values moved per version")->check(CLI::Range(0.0, 1.0));
   publish->add_option("--layers", publish_args.layers, "keep only the first N layers");
   publish->add_option("--experts", publish_args.experts, "keep only the first N routed experts");

@@ -62,6 +62,10 @@ class CpuMode final : public SyncMode {
   /// next commit copies everything; mutable so preflight can drop a staged delta that fails its digest.
   mutable std::vector<bool> staged_;
   mutable bool delta_rejected_ = false;
+  /// Per prepare worker, kept between prepares: the gathered copy a transform reads, and the row pointers of an
+  /// FP8 weight band (no fresh allocation, so no page faults, per storage).
+  std::vector<ScratchBytes> transform_scratch_;
+  std::vector<std::vector<const uint8_t*>> row_scratch_;
 };
 
 }  // namespace wsb
