@@ -6,10 +6,12 @@
 //
 // Sizes (environment WSBENCH_PREPARE_SIZE):
 //   unset / "tiny": the CI presets (seconds, a smoke test of every family);
-//   "h200": the cpu cells of matrices/h200.json: llama-3.1-8b-bf16 full size TP 1, glm-4.5-air-fp8 L2E32 TP 2,
-//           kimi-k2.6-nvfp4 L2E16 TP 2, gpt-oss-120b-mxfp4 L2E32 TP 2, plus llama catch-up 0->3 and
-//           glm-4.5-air-fp8 L2 TP 1 with 8 / 32 / 128 experts (the linear cells). Needs about 40 GB of RAM and
-//           20 GB of free space under TMPDIR, and a few minutes.
+//   "h200": the cpu cells of matrices/h200-cpu-prepare.json: llama-3.1-8b-bf16 full size TP 1 (one delta and
+//           catch-up 0->3), glm-4.5-air-fp8 TP 1 at L2E8 and L3E128 (s/GB across the expert count) and
+//           kimi-k2.6-nvfp4 L2E64 TP 2. Needs about 40 GB of RAM and 20 GB of free space under TMPDIR, and a few
+//           minutes.
+//   "medium": llama-3.1-8b-bf16 TP 1 cut to its first layer (2.3 GB, the real embedding and lm_head), one delta and
+//           catch-up 0->3: the llama ratios on a small machine (about 8 GB of RAM).
 // WSBENCH_PREPARE_THREADS: prepare threads (default: the hardware's). Axes: target (1 = one delta, 3 = catch-up
 // 0->3) and frame_bytes (0 = one zstd frame per payload, the fork's "zstd"; 32 MiB = "zstd-frames").
 // Counters: canonical_GB; apply_verify_s, transform_s, plan_stage_s; floor_GBps (memcpy, same threads) and
@@ -20,6 +22,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -159,12 +162,11 @@ int main(int argc, char** argv) {
   const char* size = std::getenv("WSBENCH_PREPARE_SIZE");
   if (size != nullptr && std::string(size) == "h200") {
     add({"llama-3.1-8b-bf16/tp1", "llama-3.1-8b-bf16", {}, 1}, {1, 3}, 3);
-    add({"glm-4.5-air-fp8/tp2/L2E32", "glm-4.5-air-fp8", {2, 32}, 2}, {1, 3}, 3);
-    add({"kimi-k2.6-nvfp4/tp2/L2E16", "kimi-k2.6-nvfp4", {2, 16}, 2}, {1}, 3);
-    add({"gpt-oss-120b-mxfp4/tp2/L2E32", "gpt-oss-120b-mxfp4", {2, 32}, 2}, {1}, 3);
-    for (int experts : {8, 32, 128}) {
-      add({fmt::format("glm-4.5-air-fp8/tp1/L2E{}", experts), "glm-4.5-air-fp8", {2, experts}, 1}, {1}, 3);
-    }
+    add({"glm-4.5-air-fp8/tp1/L2E8", "glm-4.5-air-fp8", {2, 8}, 1}, {1}, 3);
+    add({"glm-4.5-air-fp8/tp1/L3E128", "glm-4.5-air-fp8", {3, 128}, 1}, {1}, 3);
+    add({"kimi-k2.6-nvfp4/tp2/L2E64", "kimi-k2.6-nvfp4", {2, 64}, 2}, {1}, 3);
+  } else if (size != nullptr && std::string(size) == "medium") {
+    add({"llama-3.1-8b-bf16/tp1/L1", "llama-3.1-8b-bf16", {1, std::nullopt}, 1}, {1, 3}, 3);
   } else {
     for (const char* id : {"llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"}) {
       add({fmt::format("{}/tp2", id), id, {}, 2}, {1, 3}, 2);
