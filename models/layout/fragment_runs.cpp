@@ -37,7 +37,7 @@ FragmentRun fragment_run(const RuntimeStorageSpec& spec, const Fragment& f) {
 }
 
 std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec) {
-  if (spec.transform != kTransformNone || spec.gathered_shape != spec.shape) return {};
+  if (!transform_is_identity(spec.transform, spec.dtype, spec.gathered_shape, spec.shape)) return {};
   std::vector<FragmentRun> runs;
   uint64_t dst = 0;
   for (const Fragment& f : spec.fragments) {

@@ -11,7 +11,8 @@
 
 namespace wsb {
 
-/// One fragment of a transform-"none" storage, as byte runs: for o in [0, outer), canonical bytes
+/// One fragment of a plain-gather storage (transform "none", or one that is the identity for its shapes), as byte
+/// runs: for o in [0, outer), canonical bytes
 /// [src_first + o * stride, + block) go to storage bytes [dst_offset + o * block, + block) (the row-major slice
 /// rule of Fragment). All offsets and lengths in bytes.
 struct FragmentRun {
@@ -30,8 +31,8 @@ struct FragmentRun {
 FragmentRun fragment_run(const RuntimeStorageSpec& spec, const Fragment& f);
 
 /// The runs of every fragment of `spec` in gather order, or an empty vector when the storage is not a plain gather
-/// (transform other than "none", gathered shape differing from shape, or a fragment that load_storage would
-/// refuse): such storages go through load_storage, which reports the error. The runs of a returned storage cover
+/// (a transform that is not the identity for its shapes, transform_is_identity in models/transform/transform.hpp,
+/// or a fragment that load_storage would refuse): such storages go through load_storage, which reports the error. The runs of a returned storage cover
 /// each of its spec.bytes() bytes exactly once.
 std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec);
 

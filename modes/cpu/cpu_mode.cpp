@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "core/nvtx.hpp"
 #include "publication/store.hpp"
+#include "models/transform/fp8_channel.hpp"
 #include "modes/sync/commit_copy.hpp"
 #include "modes/sync/work_queue.hpp"
 
@@ -56,13 +57,14 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
   ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
   CanonicalLookup lookup = [this](const std::string& name) { return canonical_.tensor(name); };
   std::vector<RankImage>& images = images_;
-  // Every (rank, storage, expert range) is independent: storages are disjoint, expert ranges of one storage write
-  // disjoint bytes, and the canonical image is only read. A stacked-expert storage is split into ranges of about
-  // kPieceBytes, so its size (it grows with the expert count) never leaves one thread working while the rest wait.
-  constexpr uint64_t kPieceBytes = 32ull << 20;
+  // Every item is independent: storages are disjoint, expert ranges of one storage and row bands of one FP8
+  // weight write disjoint bytes, and the canonical image is only read. Storages are split into items of about
+  // kPieceBytes, so no storage (they grow with the expert count) leaves one thread working while the rest wait.
+  constexpr uint64_t kPieceBytes = 4ull << 20;
   struct Item {
     size_t rank, storage, flat;
-    int64_t first, count;
+    int64_t first, count;  ///< leading-dim slices; or, for a band, the expert and 1
+    int64_t n0 = 0, n1 = 0;  ///< FP8 weight band: gathered rows [n0, n1) of expert `first`
     uint64_t bytes;
   };
   std::vector<Item> items;
@@ -73,29 +75,55 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
       if (placed[flat]) continue;
       const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
       built += spec.bytes();
+      const size_t rank = spec.gathered_shape.size();
+      // device-delta compares each item's bytes before and after as one range: a band is strided, so it is built
+      // by slices then.
+      if (recorder == nullptr && spec.transform == kFp8ChannelWeight && (rank == 2 || rank == 3) && spec.shape.size() == rank) {
+        // Transposed band by band straight from the canonical rows: no gathered copy, and a 2-D weight splits too.
+        const int64_t experts = rank == 3 ? spec.gathered_shape[0] : 1;
+        const int64_t n = spec.gathered_shape[rank - 2], k = std::max<int64_t>(1, spec.gathered_shape[rank - 1]);
+        const int64_t band = std::max<int64_t>(64, static_cast<int64_t>(kPieceBytes) / k / 64 * 64);
+        for (int64_t e = 0; e < experts; ++e) {
+          for (int64_t n0 = 0; n0 < n; n0 += band) {
+            const int64_t n1 = std::min(n, n0 + band);
+            items.push_back(Item{r, s, flat, e, 1, n0, n1, static_cast<uint64_t>((n1 - n0) * k)});
+          }
+        }
+        continue;
+      }
       const int64_t slices = storage_slices(spec);
       const uint64_t slice_bytes = spec.bytes() / static_cast<uint64_t>(slices);
       const int64_t per = slices == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / std::max<uint64_t>(slice_bytes, 1)));
       for (int64_t first = 0; first < slices; first += per) {
         const int64_t count = std::min(per, slices - first);
-        items.push_back(Item{r, s, flat, first, count, slice_bytes * static_cast<uint64_t>(count)});
+        items.push_back(Item{r, s, flat, first, count, 0, 0, slice_bytes * static_cast<uint64_t>(count)});
       }
     }
   }
+  const auto workers = static_cast<size_t>(std::max(context_.threads, 1));
+  if (transform_scratch_.size() < workers) transform_scratch_.resize(workers);
+  if (row_scratch_.size() < workers) row_scratch_.resize(workers);
   run_largest_first(
       items.size(), context_.threads, [&](size_t i) { return items[i].bytes; },
-      [&](size_t i) {
+      [&](size_t i, size_t worker) {
         const Item& it = items[i];
         const RuntimeStorageSpec& spec = context_.layouts[it.rank].storages[it.storage];
+        const std::span<uint8_t> out = images[it.rank].storage(it.storage);
         // device-delta: the item's bytes before the build are the live ones; comparing them with the built ones
         // finds every change, whatever the transform does with the canonical bytes.
         const uint64_t offset = spec.bytes() / static_cast<uint64_t>(storage_slices(spec)) *
                                 static_cast<uint64_t>(it.first);
         const auto before = recorder ? recorder->snapshot(it.flat, offset, it.bytes) : std::span<const uint8_t>{};
-        if (it.count == storage_slices(spec)) {
-          load_storage(spec, lookup, images[it.rank].storage(it.storage));
+        if (it.n1 > it.n0) {
+          std::vector<const uint8_t*>& rows = row_scratch_[worker];
+          rows.resize(static_cast<size_t>(it.n1 - it.n0));
+          const int64_t n = spec.gathered_shape[spec.gathered_shape.size() - 2];
+          storage_rows(spec, lookup, it.first * n + it.n0, rows);
+          fp8_channel_weight_band(spec.name, spec.gathered_shape, spec.shape, it.first, it.n0, it.n1, rows, out);
+        } else if (it.count == storage_slices(spec)) {
+          load_storage(spec, lookup, out, &transform_scratch_[worker]);
         } else {
-          load_storage_slices(spec, lookup, images[it.rank].storage(it.storage), it.first, it.count);
+          load_storage_slices(spec, lookup, out, it.first, it.count, &transform_scratch_[worker]);
         }
         if (recorder) recorder->compare(it.flat, offset, before);
       });
@@ -125,19 +153,16 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
       if (delta_) recorder = delta_->begin_writes(log);
       writing = true;
     };
-    const CanonicalImage::FoldListener listener = [&](size_t i, std::span<uint8_t> bytes) -> FoldedRange {
-      if (placements[i].empty()) return {};
-      return [&targets = placements[i], bytes, recorder](size_t from, size_t to) {
-        for (const Placement& p : targets) {
-          if (recorder == nullptr) {
-            place_run_range(p.run, bytes, from, to, p.storage);
-            continue;
-          }
-          for_each_run_piece(p.run, from, to, [&](uint64_t src, uint64_t dst, uint64_t n) {
-            recorder->copy(p.flat, dst, bytes.subspan(src, n));
-          });
+    const FoldListener listener = [&](size_t i, const FoldChunk& chunk) {
+      for (const Placement& p : placements[i]) {
+        if (recorder == nullptr) {
+          place_run_range(p.run, chunk.tensor, chunk.from, chunk.to, p.storage);
+          continue;
         }
-      };
+        for_each_run_piece(p.run, chunk.from, chunk.to, [&](uint64_t src, uint64_t dst, uint64_t n) {
+          recorder->copy(p.flat, dst, chunk.tensor.subspan(src, n));
+        });
+      }
     };
     canonical_.advance(context_.store, target, context_.threads, log, "prepare", before_mutation, listener);
   }

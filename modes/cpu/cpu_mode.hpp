@@ -54,6 +54,10 @@ class CpuMode final : public SyncMode {
   std::optional<uint32_t> images_version_;
   /// device-delta only (its preflight may drop a staged pack that fails its digest).
   std::unique_ptr<DeviceDeltaCommit> delta_;
+  /// Per prepare worker, kept between prepares: the gathered copy a transform reads, and the row pointers of an
+  /// FP8 weight band (no fresh allocation, so no page faults, per storage).
+  std::vector<ScratchBytes> transform_scratch_;
+  std::vector<std::vector<const uint8_t*>> row_scratch_;
 };
 
 }  // namespace wsb
