@@ -119,8 +119,8 @@ DecodedValues decode_or_bytes(const TensorSpec& spec, std::span<const uint8_t> b
 }
 
 DeltaChanges delta_changes(const TensorSpec& base_spec, std::span<const uint8_t> base, std::span<const uint8_t> payload,
-                           DeltaEncoding encoding) {
-  DecodedDelta delta = decode_delta(encoding, payload, base.size(), base_spec.name);
+                           DeltaEncoding encoding, PayloadFraming framing) {
+  DecodedDelta delta = decode_delta(encoding, framing, payload, base.size(), base_spec.name);
   std::vector<uint8_t> target(base.begin(), base.end());
   apply_delta_swap(delta, target);
   DeltaChanges c;
@@ -405,7 +405,7 @@ Inspection inspect_checkpoint(const fs::path& path, const InspectOptions& option
         }
         const SafetensorsEntry& held = base->entry(entry.name);
         try {
-          t.changes = delta_changes(held.spec(), base->data(entry.name), data, manifest.encoding);
+          t.changes = delta_changes(held.spec(), base->data(entry.name), data, manifest.encoding, manifest.framing);
         } catch (const Error& e) {
           throw Error(ErrorKind::Mismatch,
                       fmt::format("--base {}: tensor '{}' ({} {}, {} B in the base): {}", options.base.string(),

@@ -69,7 +69,7 @@ TEST(Inspect, ReferenceFileSha256OffsetsAndDtypes) {
 }
 
 TEST(Inspect, AutomaticDecodeGivesExactValues) {
-  const Inspection in = inspect_checkpoint(kSmall, {.values = true, .decode = {}});
+  const Inspection in = inspect_checkpoint(kSmall, {.values = true, .decode = {}, .base = {}});
   // E4M3 0xBA = -1.25 (exp 7, mantissa 2/8), 0x35 = 0.8125 (exp 6, mantissa 5/8), 0xA9 = -0.28125 (exp 5, 1/8).
   const auto& fp8 = floats(find(in, kFp8));
   ASSERT_EQ(fp8.size(), 512u);
@@ -104,7 +104,7 @@ TEST(Inspect, AutomaticDecodeGivesExactValues) {
 
 TEST(Inspect, DecodeRequestsOverrideAndMustFit) {
   InspectOptions options{.values = true, .decode = {parse_decode_request(kBlocks + "=int"),
-                                                    parse_decode_request(kFp8 + "=none")}};
+                                                    parse_decode_request(kFp8 + "=none")}, .base = {}};
   const Inspection in = inspect_checkpoint(kSmall, options);
   const InspectedTensor& blocks = find(in, kBlocks);
   EXPECT_TRUE(blocks.requested);
@@ -114,14 +114,17 @@ TEST(Inspect, DecodeRequestsOverrideAndMustFit) {
   EXPECT_EQ(bytes[1], 56);
   EXPECT_FALSE(find(in, kFp8).values.has_value());
   // Raw codes in U8 read as E8M0: byte 249 = 2^122.
-  const Inspection as_e8m0 = inspect_checkpoint(kSmall, {.values = true, .decode = {{kBlocks, DecodeKind::E8M0}}});
+  const Inspection as_e8m0 =
+      inspect_checkpoint(kSmall, {.values = true, .decode = {{kBlocks, DecodeKind::E8M0}}, .base = {}});
   EXPECT_EQ(floats(find(as_e8m0, kBlocks))[0], 0x1p122);
 
-  expect_error([] { inspect_checkpoint(kSmall, {.values = true, .decode = {{"lm_head.weight", DecodeKind::BF16}}}); },
+  expect_error(
+      [] { inspect_checkpoint(kSmall, {.values = true, .decode = {{"lm_head.weight", DecodeKind::BF16}}, .base = {}}); },
                ErrorKind::Mismatch, {"tensor 'lm_head.weight' is F16 [10, 32]", "bf16"});
-  expect_error([] { inspect_checkpoint(kSmall, {.values = false, .decode = {{kFp8, DecodeKind::E2M1}}}); },
+  expect_error([] { inspect_checkpoint(kSmall, {.values = false, .decode = {{kFp8, DecodeKind::E2M1}}, .base = {}}); },
                ErrorKind::Mismatch, {"tensor '" + kFp8 + "' is F8_E4M3 [16, 32]", "e2m1"});
-  expect_error([] { inspect_checkpoint(kSmall, {.values = true, .decode = {{"model.norm.weight", DecodeKind::F32}}}); },
+  expect_error(
+      [] { inspect_checkpoint(kSmall, {.values = true, .decode = {{"model.norm.weight", DecodeKind::F32}}, .base = {}}); },
                ErrorKind::Missing, {"no tensor 'model.norm.weight'", "reference_small.safetensors"});
 }
 
@@ -268,9 +271,18 @@ TEST(Inspect, BaseShowsEachPayloadsChangesInTheTensorsDtype) {
     args.values = true;
     args.base = store.update_dir(0);
     const std::string out = inspect_output(args);
-    EXPECT_EQ(changes_line(out, "model.norm.weight"), "");
-    EXPECT_EQ(changes_line(out, "model.embed_tokens.weight"), "");
-    EXPECT_EQ(changes_line(out, "model.layers.0.self_attn.k_proj.weight"), "");
+    // Both encodings carry the same change (the publisher's v1), so the lines are the same.
+    EXPECT_EQ(changes_line(out, "model.norm.weight"),
+              "    changes vs base (BF16 [128], bf16): 2 of 128 elements: [116] 1.015625 -> 1.0234375, "
+              "[127] 1.03125 -> 1.0390625");
+    EXPECT_EQ(changes_line(out, "model.embed_tokens.weight"),
+              "    changes vs base (BF16 [512, 128], bf16): 638 of 65536 elements: [30] 0.392578125 -> 0.390625, "
+              "[62] 0.2392578125 -> 0.23828125, [224] -0.44921875 -> -0.451171875, "
+              "[251] -0.09619140625 -> -0.095703125, ...");
+    EXPECT_EQ(changes_line(out, "model.layers.0.self_attn.k_proj.weight"),
+              "    changes vs base (BF16 [64, 128], bf16): 81 of 8192 elements: [95] -0.048828125 -> -0.049072265625, "
+              "[236] 0.06787109375 -> 0.0673828125, [384] 0.042724609375 -> 0.04248046875, "
+              "[444] 0.08349609375 -> 0.0830078125, ...");
 
     InspectOptions options;
     options.base = store.update_dir(0);
@@ -294,7 +306,12 @@ TEST(Inspect, BaseShowsEachPayloadsChangesInTheTensorsDtype) {
       }
     }
     const json j = inspection_json(inspection);
-    EXPECT_EQ(j["tensors"][0]["changes"].dump(), "");
+    EXPECT_EQ(j["tensors"][0]["name"], "lm_head.weight");
+    EXPECT_EQ(j["tensors"][0]["changes"].dump(),
+              R"({"base_dtype":"BF16","base_shape":[512,128],"changed":647,"decode":"bf16","elements":65536,)"
+              R"("new_values":[-0.0017547607421875,0.03173828125,0.06494140625,-0.00109100341796875],)"
+              R"("old_values":[-0.00176239013671875,0.031982421875,0.064453125,-0.0010833740234375],)"
+              R"("positions":[16,64,97,105]})");
   }
 }
 
@@ -305,19 +322,41 @@ TEST(Inspect, BaseThatDoesNotMatchIsRefusedNamingIt) {
   options.base = store.update_dir(0);
   const fs::path v0 = store.update_dir(0), v1 = store.update_dir(1), v2 = store.update_dir(2);
   // Not a DELTA.
-  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v0, options); }, ErrorKind::Mismatch), "");
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v0, options); }, ErrorKind::Mismatch),
+            fmt::format("--base {}: {} is not a DELTA publication (its index has no delta_encoding)", v0.string(),
+                        v0.string()));
   // Wrong version: v2's base is v1.
-  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v2, options); }, ErrorKind::Mismatch), "");
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v2, options); }, ErrorKind::Mismatch),
+            fmt::format("--base {}: holds version 000000, the delta {} (000002) is based on version 000001",
+                        v0.string(), v2.string()));
   // A DELTA as the base.
   options.base = v1;
-  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v2, options); }, ErrorKind::Mismatch), "");
-  // Another model's v0: tensors missing or of another size.
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v2, options); }, ErrorKind::Mismatch),
+            fmt::format("--base {}: a DELTA publication (version 000001 on base 000000), not a FULL one; give the "
+                        "FULL publication of version 000001",
+                        v1.string()));
+  // Other models' v0: a tensor of another size (the payload's mask is the llama tensor's), a tensor missing (the
+  // tiny Kimi names its embedding otherwise).
   test::publish_tiny(tmp / "gpt-oss", 0, 7, DeltaEncoding::Xor, "gpt-oss-tiny-mxfp4");
   test::publish_tiny(tmp / "glm", 0, 7, DeltaEncoding::Xor, "glm-tiny-fp8");
+  test::publish_tiny(tmp / "kimi", 0, 7, DeltaEncoding::Xor, "kimi-tiny-nvfp4");
   options.base = Store(tmp / "gpt-oss").update_dir(0);
-  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v1, options); }, ErrorKind::Mismatch), "");
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v1, options); }, ErrorKind::Mismatch),
+            fmt::format("--base {}: tensor 'model.embed_tokens.weight' (BF16 [512, 96], 98304 B in the base): xor "
+                        "mask of tensor 'model.embed_tokens.weight': mask of 131072 bytes declared, tensor has 98304 "
+                        "bytes",
+                        options.base.string()));
   options.base = Store(tmp / "glm").update_dir(0);
-  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v1, options); }, ErrorKind::Mismatch), "");
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v1, options); }, ErrorKind::Mismatch),
+            fmt::format("--base {}: tensor 'model.layers.0.self_attn.q_proj.weight' (F8_E4M3 [128, 128], 16384 B in "
+                        "the base): xor mask of tensor 'model.layers.0.self_attn.q_proj.weight': mask of 32768 bytes "
+                        "declared, tensor has 16384 bytes",
+                        options.base.string()));
+  options.base = Store(tmp / "kimi").update_dir(0);
+  EXPECT_EQ(test::error_message([&] { inspect_checkpoint(v1, options); }, ErrorKind::Mismatch),
+            fmt::format("--base {}: no tensor 'model.embed_tokens.weight' (the delta has a payload for it in "
+                        "model-00001-of-00001.safetensors)",
+                        options.base.string()));
 }
 
 TEST(Inspect, JsonSpellsNanInfinityAndNegativeZero) {
