@@ -16,6 +16,10 @@ int cmd_physics(const std::filesystem::path& dir, uint64_t bytes, int threads) {
                            f.host_memcpy_bytes, f.host_memcpy_threads);
   std::cout << fmt::format("  {:<14} {:>10.2f} {:>14} {:>8}  {}{}\n", "disk_read", f.disk_read_gbps, f.disk_read_bytes,
                            1, f.disk_path, f.disk_read_cold ? " (page cache dropped)" : " (page cache may be warm)");
+  std::cout << fmt::format("  {:<14} {:>10.2f} {:>14} {:>8}  {} (4 MiB writes, then fsync)\n", "disk_write",
+                           f.disk_write_gbps, f.disk_read_bytes, 1, f.disk_path);
+  std::cout << fmt::format("  {:<14} {:>10.2f} {:>14} {:>8}  one read plus one write of the bytes (disk prepare)\n",
+                           "disk_read_write", f.disk_read_write_gbps(), f.disk_read_bytes, 1);
   const auto h2d = measure_h2d_floors(default_h2d_chunk_sizes(), kH2dFloorTotalBytes, kH2dFloorStreams,
                                       kH2dFloorRepeats);
   if (h2d.empty()) {

@@ -53,6 +53,12 @@ TEST(Matrix, ErrorsNameCellAndField) {
             "m.json: cell 0: field 'n' must be 1..1000, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "target": 4}]})")),
             "m.json: cell 0: field 'target' must be 1..publish_versions (3), got 4");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "target": 2, "updates": 3}]})")),
+            "m.json: cell 0: field 'updates' must be 1..target (2): each update before the measured one advances one "
+            "version, got 3");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "updates": 0}]})")),
+            "m.json: cell 0: field 'updates' must be 1..target (1): each update before the measured one advances one "
+            "version, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu"}, {"model": "a", "mode": "cpu"}]})")),
             "m.json: cell 1: duplicate cell id 'a/cpu/native/tp1'");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": []})")),
@@ -95,6 +101,17 @@ TEST(Matrix, SyncOptionsSurviveTheResultsFile) {
     }
   }
   EXPECT_EQ(combinations, 3 * 2 * 3 * 2);
+}
+
+TEST(Matrix, UpdatesPerTrialAreRecordedOnlyWhenMoreThanOne) {
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "cells": [
+      {"model": "a", "mode": "disk", "publish_versions": 3, "target": 3, "updates": 2},
+      {"model": "a", "mode": "cpu"}]})"),
+                              "m.json");
+  EXPECT_EQ(m.cells[0].updates, 2u);
+  EXPECT_EQ(m.cells[0].to_json()["updates"], 2);
+  EXPECT_EQ(m.cells[1].updates, 1u);
+  EXPECT_FALSE(m.cells[1].to_json().contains("updates"));  // results of single-update cells are unchanged
 }
 
 TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
@@ -360,7 +377,7 @@ TEST(Matrix, TheShippedMatricesLoad) {
   EXPECT_EQ(cuda.cells[13].seed, 7u);
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
-  ASSERT_EQ(h200.cells.size(), 22u);
+  ASSERT_EQ(h200.cells.size(), 24u);
   for (size_t i = 17; i < 22; ++i) {
     EXPECT_EQ(h200.cells[i].sync.mode, SyncModeKind::Refit) << h200.cells[i].id;
     EXPECT_EQ(name_of(h200.cells[i].sync.refit.transport), i < 20 ? "inproc" : "cuda-ipc") << h200.cells[i].id;
@@ -378,6 +395,14 @@ TEST(Matrix, TheShippedMatricesLoad) {
   EXPECT_EQ(h200.cells[16].density, 1.0);
   EXPECT_EQ(h200.cells[16].sync.cpu.commit_strategy, CommitStrategy::DeviceDelta);
   EXPECT_EQ(h200.cells[16].layers, h200.cells[15].layers);
+  // Disk mode's steady state: an unmeasured v0 -> v1, then v1 -> v2 and the catch-up v1 -> v3, full size.
+  for (size_t i = 22; i < 24; ++i) {
+    EXPECT_EQ(h200.cells[i].sync.mode, SyncModeKind::Disk) << h200.cells[i].id;
+    EXPECT_EQ(h200.cells[i].updates, 2u) << h200.cells[i].id;
+    EXPECT_FALSE(h200.cells[i].scaled()) << h200.cells[i].id;
+  }
+  EXPECT_EQ(h200.cells[22].target, 2u);
+  EXPECT_EQ(h200.cells[23].target, 3u);
   const auto x4 = load_matrix(dir / "h200-x4-glm45-air.json");  // full-size GLM at TP 4, one GPU per rank
   ASSERT_EQ(x4.cells.size(), 2u);
   for (const auto& c : x4.cells) {
