@@ -11,8 +11,11 @@
 #include <set>
 #include <stdexcept>
 
+#include "reports/cell_plots.hpp"
 #include "reports/compare.hpp"
+#include "reports/history_report.hpp"
 #include "reports/merge.hpp"
+#include "reports/metric_floor.hpp"
 #include "reports/report_markdown.hpp"
 #include "reports/report_tables.hpp"
 #include "reports/results_io.hpp"
@@ -84,14 +87,65 @@ bool any_failed(const Results& r) {
 }  // namespace
 
 int report_table(const std::vector<fs::path>& inputs, const std::string& format, const fs::path& out,
-                 const fs::path& markdown_out, std::ostream& stdout_) {
+                 const fs::path& markdown_out, std::ostream& stdout_, const PlotArgs& plots, std::ostream* stderr_) {
   const TableFormat f = table_format(format);
   const Results results = load_all(inputs);
   const std::string text = render_tables(results, f);
   const std::string markdown = markdown_out.empty() ? "" : render_report_markdown(results);
   emit(out, text, stdout_);
   if (!markdown_out.empty()) write_text(markdown_out, markdown);
+  if (!plots.dir.empty()) {
+    std::ostream& err = stderr_ ? *stderr_ : std::cerr;
+    const PlotOutcome done = write_plots(plots.dir, cell_plot_jobs(results.cells), plots.gnuplot);
+    for (const std::string& p : done.problems) err << "report table --plots: " << p << "\n";
+    for (const std::string& stem : done.drawn) err << "plot: " << (plots.dir / (stem + ".svg")).string() << "\n";
+  }
   return any_failed(results) ? 1 : 0;
+}
+
+int report_history(const std::vector<fs::path>& inputs, const fs::path& out_dir, const std::string& metrics,
+                   const std::string& max_regression, const std::string& gnuplot, std::ostream& stdout_,
+                   std::ostream& stderr_) {
+  if (inputs.empty()) throw std::runtime_error("report history: no results files given");
+  if (out_dir.empty()) throw std::runtime_error("report history: -o DIR must not be empty");
+  refuse_duplicates(inputs);
+  const double threshold = parse_regression_threshold(max_regression);
+  const std::vector<std::string> metric_list = parse_metric_list(metrics, "--metric");
+  std::vector<Results> results;
+  std::vector<std::string> sources;
+  for (const fs::path& p : inputs) {
+    results.push_back(load_results(p));
+    sources.push_back(p.string());
+  }
+  const History history = build_history(results, sources, metric_list, threshold);
+  const std::vector<PlotJob> jobs = history_plot_jobs(history);
+  const PlotOutcome plots = write_plots(out_dir, jobs, gnuplot);
+  for (const std::string& p : plots.problems) stderr_ << "report history: " << p << "\n";
+  std::string note;
+  if (!plots.gnuplot_found) {
+    note = fmt::format("No plots: {} was not found when this page was written (Debian package gnuplot-nox); each "
+                       "plot's script (.gp) and data (.dat) are in this folder.",
+                       gnuplot);
+  } else if (plots.drawn.size() < jobs.size()) {
+    note = fmt::format("{} of {} plots could not be drawn (see the message of wsbench report history).",
+                       jobs.size() - plots.drawn.size(), jobs.size());
+  }
+  const fs::path md = out_dir / "history.md";
+  write_text(md, render_history_markdown(history, jobs, plots.drawn, note));
+  const auto newest = history.newest_regressions();
+  for (const HistorySeries* s : newest) {
+    const HistoryPoint& p = s->points.back();
+    const HistoryRun& run = history.runs[p.run];
+    stdout_ << fmt::format("regression: {} {} {:.2f}x the previous point ({} {})\n", config_name(s->key), s->metric,
+                           *p.change, run.date_utc, run.build_commit);
+  }
+  size_t configurations = 0;
+  for (size_t i = 0; i < history.series.size(); ++i) {
+    if (i == 0 || history.series[i].key != history.series[i - 1].key) ++configurations;
+  }
+  stdout_ << fmt::format("history: {} results files, {} configurations, {} plots -> {}\n", history.runs.size(),
+                         configurations, plots.drawn.size(), md.string());
+  return newest.empty() ? 0 : 1;
 }
 
 int report_merge(const std::vector<fs::path>& inputs, const fs::path& out, std::ostream& stdout_) {
@@ -180,6 +234,8 @@ ReportCommand::ReportCommand(CLI::App& app) {
       ->check(CLI::IsMember({"text", "markdown", "json", "csv"}));
   table_->add_option("-o,--out", table_out_, "output file (default: stdout)");
   table_->add_option("--markdown", markdown_, "also write report.md here");
+  table_->add_option("--plots", table_plots_.dir, "also write pause.svg and loop.svg (per cell, with floors) here");
+  table_->add_option("--gnuplot", table_plots_.gnuplot, "gnuplot program drawing the plots (name on PATH or path)");
 
   merge_ = report_->add_subcommand("merge", "merge results of many hosts into one fleet results file");
   merge_->add_option("results", merge_inputs_, "results.json files")->required()->check(CLI::ExistingFile);
@@ -198,18 +254,35 @@ ReportCommand::ReportCommand(CLI::App& app) {
   trace_->add_option("--cell", trace_cell_, "cell id")->required();
   trace_->add_option("--trial", trace_trial_, "trial index")->required();
   trace_->add_option("-o,--out", trace_out_, "trace file (open in ui.perfetto.dev)")->required();
+
+  history_ = report_->add_subcommand(
+      "history", "nightly history: results ordered by date and commit, per configuration tables and plots");
+  history_->add_option("results", history_inputs_, "results.json files, one per run (merge a night's hosts first)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  history_->add_option("-o,--out", history_out_, "output folder: history.md and the plots (default: history)");
+  history_->add_option("--metric", history_metrics_, "comma-separated: pause, envelope, prepare, commit");
+  history_->add_option("--max-regression", history_max_regression_,
+                       "a point slower than the previous one by more than this is a regression, \"10%\" or \"0.1\"");
+  history_->add_option("--gnuplot", history_gnuplot_, "gnuplot program drawing the plots (name on PATH or path)");
 }
 
 bool ReportCommand::selected() const { return report_->parsed(); }
 
 int ReportCommand::run() const {
-  if (table_->parsed()) return report_table(table_inputs_, format_, table_out_, markdown_, std::cout);
+  if (table_->parsed()) {
+    return report_table(table_inputs_, format_, table_out_, markdown_, std::cout, table_plots_, &std::cerr);
+  }
+  if (history_->parsed()) {
+    return report_history(history_inputs_, history_out_, history_metrics_, history_max_regression_, history_gnuplot_,
+                          std::cout, std::cerr);
+  }
   if (merge_->parsed()) return report_merge(merge_inputs_, merge_out_, std::cout);
   if (compare_->parsed()) {
     return report_compare(baseline_, candidate_, max_regression_, compare_format_, compare_out_, std::cout);
   }
   if (trace_->parsed()) return report_trace(trace_input_, trace_cell_, trace_trial_, trace_out_);
-  if (inputs_.empty()) throw std::runtime_error("report: give results files, or one of table, merge, compare, trace");
+  if (inputs_.empty()) throw std::runtime_error("report: give results files, or one of table, merge, compare, trace, history");
   return report_table(inputs_, "text", "", markdown_, std::cout);
 }
 

@@ -15,18 +15,40 @@ int cmd_models(const std::filesystem::path& profiles_dir, int tp);
 
 struct PublishArgs {
   std::string model;
+  /// --from-checkpoints DIR0 DIR1 ...: publish real consecutive checkpoints instead of a synthetic model
+  std::vector<std::filesystem::path> from_checkpoints;
   std::filesystem::path store;
-  std::string versions = "0..3";  ///< "A..B" or "N"
-  uint64_t seed = 0;
-  std::string encoding = "xor";
+  std::optional<std::string> versions;  ///< "A..B" or "N"; absent: 0..3
+  std::optional<uint64_t> seed;         ///< absent: 0
+  std::string encoding = "xor";         ///< xor | overwrite | auto (--from-checkpoints only)
   std::optional<double> density;
   std::optional<int> layers;
   std::optional<int> experts;
   int threads = 1;  ///< publish worker threads
   bool fsync = false;
+  std::filesystem::path json;  ///< the publications as a cell's results record them (harness/publication_record.hpp)
 };
-/// `wsbench publish`: synthetic deterministic publications into a store.
+/// `wsbench publish`: synthetic deterministic publications into a store (--model), or FULL v0 and one DELTA per
+/// following directory of real consecutive checkpoints (--from-checkpoints, publisher/checkpoint_publisher.hpp).
+/// Prints per version its kind, encoding, bytes, compression ratio and changed-element density (overall, then per
+/// class of codes). Throws Error(Format) for a missing or contradictory option (--model with --from-checkpoints,
+/// one directory, --versions / --seed / --density / --layers / --experts with --from-checkpoints, --encoding auto
+/// without it), plus the publishers' errors.
 int cmd_publish(const std::filesystem::path& profiles_dir, const PublishArgs& args);
+
+struct ForwardArgs {
+  std::filesystem::path checkpoint;  ///< Hugging Face checkpoint directory
+  std::string tokens;                ///< "1,17,42"
+  int tp = 1;
+  std::string backend = "cpu";       ///< cpu | cuda
+  std::filesystem::path json;        ///< output file; "-" = stdout
+};
+/// `wsbench forward` (cli/cmd_forward.cpp for the JSON): teacher-forced logits of the reference forward.
+/// Throws parse_token_list's, profile_from_hf_dir's and teacher_forced_logits' errors, Error(Io) when OUT cannot be
+/// written.
+int cmd_forward(const ForwardArgs& args);
+/// "1, 17,42" -> {1, 17, 42}. Throws Error(Format) naming the item that is not an int32.
+std::vector<int32_t> parse_token_list(std::string_view text);
 
 /// `wsbench cell` (internal: the child process of `run`): runs one matrix cell, writes its JSON to `out`.
 int cmd_cell(const std::filesystem::path& matrix, const std::string& cell_id, const std::filesystem::path& out,

@@ -24,9 +24,9 @@ const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtim
                                         "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
                                         "server_request_timeout_s", "store", "protocol", "pause_mode",
-                                        "accept_mixed_responses"};
+                                        "accept_mixed_responses", "checkpoint", "checkpoints"};
 const std::set<std::string> kEngines{"embedded-cpu", "embedded-cuda", "http"};
-const std::set<std::string> kEncodings{"xor", "overwrite"};
+const std::set<std::string> kEncodings{"xor", "overwrite", "auto"};
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
   throw Error(ErrorKind::Format, fmt::format("{}: {}", where, what));
@@ -55,13 +55,52 @@ T get_field(const nlohmann::json& j, const std::string& key, const std::string& 
   }
 }
 
-void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& where) {
+/// A checkpoint path of a matrix: absolute, a relative one taken from `dir` (the matrix file's folder).
+std::string checkpoint_path(const nlohmann::json& value, const std::string& key, const std::filesystem::path& dir,
+                            const std::string& where) {
+  if (!value.is_string() || value.get<std::string>().empty()) {
+    fail(where, fmt::format("field '{}' must be a checkpoint directory (a non-empty string), got {}", key, value.dump()));
+  }
+  std::filesystem::path path = value.get<std::string>();
+  if (path.is_relative()) path = dir / path;
+  path = std::filesystem::absolute(path).lexically_normal();
+  std::string text = path.string();
+  if (text.size() > 1 && text.back() == '/') text.pop_back();  // "dir/" and "dir" are one checkpoint
+  return text;
+}
+
+void apply_checkpoint_fields(MatrixCell& cell, const nlohmann::json& j, const std::filesystem::path& dir,
+                             const std::string& where) {
+  if (j.contains("checkpoint")) {
+    if (j.contains("model")) {
+      fail(where, "fields 'model' and 'checkpoint' exclude each other (a checkpoint's config.json is its model)");
+    }
+    cell.checkpoint = checkpoint_path(j["checkpoint"], "checkpoint", dir, where);
+  }
+  if (j.contains("checkpoints")) {
+    const auto& list = j["checkpoints"];
+    if (!list.is_array() || list.empty()) {
+      fail(where, "field 'checkpoints' must be a non-empty array of checkpoint directories");
+    }
+    cell.checkpoints.clear();
+    for (const auto& e : list) cell.checkpoints.push_back(checkpoint_path(e, "checkpoints", dir, where));
+    // One DELTA per following checkpoint, unless the same object says otherwise (then validation names both).
+    if (!j.contains("publish_versions")) cell.publish_versions = static_cast<uint32_t>(cell.checkpoints.size());
+  }
+  if ((j.contains("checkpoint") || j.contains("checkpoints")) && cell.on_checkpoint()) {
+    cell.model = checkpoint_model_id(cell.checkpoint, cell.checkpoints);
+  }
+}
+
+void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& where,
+                  const std::filesystem::path& dir) {
   if (!j.is_object()) fail(where, "must be an object");
   for (const auto& [key, value] : j.items()) {
     if (!kCellFields.contains(key)) fail(where, fmt::format("unknown field '{}'", key));
   }
   if (j.contains("id")) cell.id = get_field<std::string>(j, "id", where);
   if (j.contains("model")) cell.model = get_field<std::string>(j, "model", where);
+  apply_checkpoint_fields(cell, j, dir, where);
   read_sync_fields(j, cell.sync, where);
   if (j.contains("runtime")) cell.runtime = get_field<std::string>(j, "runtime", where);
   if (j.contains("engine")) cell.engine = get_field<std::string>(j, "engine", where);
@@ -152,6 +191,35 @@ void validate_values(const MatrixCell& cell, const std::map<std::string, Launche
   }
 }
 
+// The checks of a cell on real checkpoints.
+void validate_checkpoint_fields(const MatrixCell& cell, const std::string& where) {
+  if (cell.encoding == "auto" && cell.checkpoints.empty()) {
+    fail(where, "field 'encoding': 'auto' needs field 'checkpoints' (synthetic versions are published in one encoding)");
+  }
+  if (!cell.on_checkpoint()) {
+    if (!cell.checkpoints.empty()) fail(where, "field 'checkpoints' needs field 'checkpoint' (the FULL v0 they follow)");
+    return;
+  }
+  if (const std::string id = checkpoint_model_id(cell.checkpoint, cell.checkpoints); cell.model != id) {
+    fail(where, fmt::format("field 'model' ('{}') contradicts field 'checkpoint' {} (whose model is '{}')", cell.model,
+                            cell.checkpoint, id));
+  }
+  if (cell.uses_http()) {
+    fail(where, "field 'checkpoint' needs an embedded engine (embedded-cpu or embedded-cuda): the servers of engine "
+                "'http' take a profile id");
+  }
+  if (cell.checkpoints.empty()) return;
+  if (cell.publish_versions != cell.checkpoints.size()) {
+    fail(where, fmt::format("field 'publish_versions' ({}) must equal the number of 'checkpoints' ({}): one DELTA each",
+                            cell.publish_versions, cell.checkpoints.size()));
+  }
+  if (cell.density) fail(where, "field 'density' has no meaning with field 'checkpoints' (the checkpoints are the deltas)");
+  if (cell.scaled()) {
+    fail(where, "fields 'layers' and 'experts' cannot scale field 'checkpoints' (every tensor of a real delta is "
+                "published)");
+  }
+}
+
 // The checks that relate fields to each other.
 void validate_combination(const MatrixCell& cell, const std::string& where) {
   if (cell.target < 1 || cell.target > cell.publish_versions) {
@@ -185,6 +253,7 @@ void validate_combination(const MatrixCell& cell, const std::string& where) {
   if (cell.accept_mixed_responses && cell.pause_mode != PauseMode::InPlace) {
     fail(where, "field 'accept_mixed_responses' needs pause_mode 'in_place' (no other pause mode mixes versions)");
   }
+  validate_checkpoint_fields(cell, where);
 }
 
 void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& launchers, const std::string& where) {
@@ -195,8 +264,8 @@ void validate(const MatrixCell& cell, const std::map<std::string, Launcher>& lau
 
 // Fields a default id already names (the mode label carries the commit strategy and the transport): an axis over
 // one of them needs no id suffix.
-const std::set<std::string> kIdFields{"model", "mode",    "commit_strategy", "transport",
-                                      "runtime", "tp",     "protocol",        "pause_mode"};
+const std::set<std::string> kIdFields{"model",   "mode", "commit_strategy", "transport", "runtime",
+                                      "tp",      "protocol", "pause_mode", "checkpoint"};
 // Fields that cannot be axes: ids derive from the axes, and a command line is not one value.
 const std::set<std::string> kNotAxes{"id", "server_command"};
 const std::set<std::string> kTopLevelFields{"name", "description", "defaults", "cells", "launchers",
@@ -254,7 +323,8 @@ nlohmann::json read_matrix_json(const std::filesystem::path& path) {
 
 // One axis's values, each checked as a cell field on its own.
 std::vector<nlohmann::json> parse_axis(const std::string& field, const nlohmann::json& values,
-                                       const std::map<std::string, Launcher>& launchers, const std::string& where) {
+                                       const std::map<std::string, Launcher>& launchers, const std::string& where,
+                                       const std::filesystem::path& dir) {
   if (!kCellFields.contains(field)) fail(where, fmt::format("unknown field '{}'", field));
   if (kNotAxes.contains(field)) fail(where, fmt::format("field '{}' cannot be an axis", field));
   if (!values.is_array() || values.empty()) {
@@ -262,38 +332,40 @@ std::vector<nlohmann::json> parse_axis(const std::string& field, const nlohmann:
   }
   for (const auto& v : values) {
     MatrixCell probe;
-    apply_fields(probe, nlohmann::json{{field, v}}, where);
+    apply_fields(probe, nlohmann::json{{field, v}}, where, dir);
     validate_values(probe, launchers, where);
   }
   return values.get<std::vector<nlohmann::json>>();
 }
 
-Axes parse_axes(const nlohmann::json& j, const std::map<std::string, Launcher>& launchers, const std::string& origin) {
+Axes parse_axes(const nlohmann::json& j, const std::map<std::string, Launcher>& launchers, const std::string& origin,
+                const std::filesystem::path& dir) {
   if (!j.contains("axes")) return {};
   if (!j["axes"].is_object()) fail(origin, "field 'axes' must be an object (field -> array of values)");
   Axes axes;
   for (const auto& [field, values] : j["axes"].items()) {
-    axes[field] = parse_axis(field, values, launchers, origin + ": axes");
+    axes[field] = parse_axis(field, values, launchers, origin + ": axes", dir);
   }
   return axes;
 }
 
 Expanded with_axis_value(Expanded e, const std::string& field, const nlohmann::json& value, bool several,
-                         const std::string& origin) {
-  apply_fields(e.cell, nlohmann::json{{field, value}}, origin + ": axes");
+                         const std::string& origin, const std::filesystem::path& dir) {
+  apply_fields(e.cell, nlohmann::json{{field, value}}, origin + ": axes", dir);
   if (several && !kIdFields.contains(field)) e.suffixes.push_back(value_text(value));
   e.axis_values.push_back(fmt::format("{}={}", field, value_text(value)));
   return e;
 }
 
 // The product of the axes' values over one cell, first field outermost; fields the cell sets itself stay.
-std::vector<Expanded> expand(const Expanded& base, const Axes& axes, const std::string& origin) {
+std::vector<Expanded> expand(const Expanded& base, const Axes& axes, const std::string& origin,
+                             const std::filesystem::path& dir) {
   std::vector<Expanded> out{base};
   for (const auto& [field, values] : axes) {
     if (base.own.contains(field)) continue;
     std::vector<Expanded> next;
     for (const auto& e : out) {
-      for (const auto& v : values) next.push_back(with_axis_value(e, field, v, values.size() > 1, origin));
+      for (const auto& v : values) next.push_back(with_axis_value(e, field, v, values.size() > 1, origin, dir));
     }
     out = std::move(next);
   }
@@ -340,13 +412,13 @@ void include_matrix(Level& level, const nlohmann::json& j, const std::string& or
 }
 
 // The matrix's own cells with its defaults merged in (not yet expanded). `cells` may be left out beside `include`.
-std::vector<Expanded> own_cells(const nlohmann::json& j, const std::string& origin) {
+std::vector<Expanded> own_cells(const nlohmann::json& j, const std::string& origin, const std::filesystem::path& dir) {
   const nlohmann::json cells = j.value("cells", nlohmann::json::array());
   if (!cells.is_array() || (cells.empty() && !j.contains("include"))) {
     fail(origin, "field 'cells' must be a non-empty array");
   }
   MatrixCell defaults;
-  if (j.contains("defaults")) apply_fields(defaults, j["defaults"], origin + ": defaults");
+  if (j.contains("defaults")) apply_fields(defaults, j["defaults"], origin + ": defaults", dir);
   defaults.id.clear();
   // SyncOptions defaults to cpu; a matrix must still say which mode each cell measures.
   const auto sets_mode = [&](const char* key) {
@@ -359,7 +431,7 @@ std::vector<Expanded> own_cells(const nlohmann::json& j, const std::string& orig
     if (cj.is_object() && cj.contains("id") && cj["id"].is_string()) {
       e.where += fmt::format(" ({})", cj["id"].get<std::string>());
     }
-    apply_fields(e.cell, cj, e.where);
+    apply_fields(e.cell, cj, e.where, dir);
     if (!sets_mode("defaults") && !sets_mode("axes") && !cj.contains("mode")) {
       fail(e.where, fmt::format("field 'mode' is required ({})", fmt::join(sync_mode_names(), ", ")));
     }
@@ -428,13 +500,13 @@ Level parse_level(const nlohmann::json& j, const std::string& origin, const std:
     }
   }
   include_matrix(level, j, origin, dir, chain);
-  const Axes axes = parse_axes(j, level.launchers, origin);
+  const Axes axes = parse_axes(j, level.launchers, origin, dir);
   const std::vector<nlohmann::json> exclude = parse_exclude(j, origin);
   std::vector<Expanded> cells = std::move(level.cells);
-  for (auto& e : own_cells(j, origin)) cells.push_back(std::move(e));
+  for (auto& e : own_cells(j, origin, dir)) cells.push_back(std::move(e));
   level.cells.clear();
   for (const auto& e : cells) {
-    for (auto& x : expand(e, axes, origin)) level.cells.push_back(std::move(x));
+    for (auto& x : expand(e, axes, origin, dir)) level.cells.push_back(std::move(x));
   }
   apply_exclude(level.cells, exclude, origin);
   validate_cells(level);
@@ -469,6 +541,8 @@ nlohmann::json MatrixCell::to_json() const {
                    {"publish_versions", publish_versions},   {"encoding", encoding},
                    {"prepare_threads", prepare_threads},     {"floor_bytes", floor_bytes}};
   if (updates != 1) j["updates"] = updates;
+  if (on_checkpoint()) j["checkpoint"] = checkpoint;
+  if (!checkpoints.empty()) j["checkpoints"] = checkpoints;
   if (density) j["density"] = *density;
   if (layers) j["layers"] = *layers;
   if (experts) j["experts"] = *experts;
@@ -509,6 +583,29 @@ Matrix load_matrix(const std::filesystem::path& path) {
   Matrix m = finish(parse_level(read_matrix_json(path), path.string(), path.parent_path(), chain));
   m.path = path;
   return m;
+}
+
+namespace {
+
+std::string folder_name(const std::filesystem::path& dir) {
+  std::filesystem::path p = dir.lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "dir/" normalizes to a trailing empty name
+  return p.filename().string();
+}
+
+}  // namespace
+
+std::string checkpoint_model_id(const std::filesystem::path& dir, const std::vector<std::string>& following) {
+  std::string id = "hf:" + folder_name(dir);
+  if (!following.empty()) id += ".." + folder_name(following.back());
+  return id;
+}
+
+ModelProfile cell_profile(const MatrixCell& cell, const std::filesystem::path& profiles_dir) {
+  ModelProfile profile = cell.on_checkpoint() ? profile_from_hf_dir(cell.checkpoint)
+                                              : find_profile(cell.model, profiles_dir);
+  if (cell.scaled()) profile = scale_profile(profile, cell.scale());
+  return profile;
 }
 
 std::vector<MatrixCell> filter_cells(const std::vector<MatrixCell>& cells, const std::string& filter) {

@@ -19,7 +19,15 @@ namespace wsb {
 /// One cell of a matrix, defaults applied.
 struct MatrixCell {
   std::string id;            ///< "<model>/<mode>/<runtime>/tp<N>" unless given
-  std::string model;         ///< profile id
+  std::string model;         ///< profile id; with `checkpoint`, checkpoint_model_id(checkpoint, checkpoints)
+  /// A real checkpoint the cell runs on instead of a synthetic model: a FULL v0 in Hugging Face layout whose profile
+  /// is profile_from_hf_dir's. Absolute (a relative path in a matrix resolves against that matrix file's folder);
+  /// empty: the synthetic model `model`.
+  std::string checkpoint;
+  /// With `checkpoint`: the real checkpoints that follow it, published as DELTA v1..vN from consecutive pairs
+  /// (publish_from_checkpoints; publish_versions = N), absolute as `checkpoint`. Empty: versions 1.. perturb the
+  /// checkpoint's weights as the synthetic publisher perturbs its own.
+  std::vector<std::string> checkpoints;
   /// Sync mode and its settings: fields mode, commit_strategy, delta_staging_bytes (cpu), transport, bucket_bytes,
   /// base_gpu_id (refit) (core/sync_options.hpp).
   SyncOptions sync{};
@@ -37,11 +45,13 @@ struct MatrixCell {
   /// 1..target; 1 measures the first update of a fresh engine.
   uint32_t updates = 1;
   uint32_t publish_versions = 3;  ///< publications v0..N
-  std::string encoding = "xor";
+  std::string encoding = "xor";  ///< xor | overwrite | auto (cells with `checkpoints`: the smaller per publication)
   std::optional<double> density;
   std::optional<int> layers;   ///< scaling knob: keep the first N layers
   std::optional<int> experts;  ///< scaling knob: keep the first N routed experts (per-tensor shapes stay real)
 
+  /// True for a cell on a real checkpoint.
+  bool on_checkpoint() const { return !checkpoint.empty(); }
   /// The profile scale these knobs ask for.
   ProfileScale scale() const { return ProfileScale{layers, experts}; }
   bool scaled() const { return layers.has_value() || experts.has_value(); }
@@ -109,6 +119,13 @@ struct Matrix {
 Matrix load_matrix(const std::filesystem::path& path);
 /// load_matrix on parsed JSON: `origin` names it in errors, `include` is resolved against `dir`.
 Matrix parse_matrix(const nlohmann::json& j, const std::string& origin, const std::filesystem::path& dir = {});
+/// The profile a cell runs: profile_from_hf_dir(cell.checkpoint) for a cell on a checkpoint, else
+/// find_profile(cell.model, profiles_dir); scaled by the cell's knobs. Throws their errors.
+ModelProfile cell_profile(const MatrixCell& cell, const std::filesystem::path& profiles_dir);
+/// The model a cell on checkpoint `dir` is named and grouped by (ids, tables, comparisons): "hf:<folder name>", as
+/// profile_from_hf_dir names the profile; with following checkpoints (real deltas), "hf:<folder name>..<last one's
+/// folder name>", so a cell measuring real deltas is never mixed up with one perturbing the same weights.
+std::string checkpoint_model_id(const std::filesystem::path& dir, const std::vector<std::string>& following = {});
 /// Cells whose id matches the ECMAScript regex `filter`.
 std::vector<MatrixCell> filter_cells(const std::vector<MatrixCell>& cells, const std::string& filter);
 

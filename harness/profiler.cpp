@@ -9,6 +9,8 @@
 #include "harness/probe.hpp"
 #include "harness/trial.hpp"
 #include "publication/store.hpp"
+#include "harness/publication_record.hpp"
+#include "publisher/checkpoint_publisher.hpp"
 #include "publisher/publisher.hpp"
 
 namespace wsb {
@@ -35,24 +37,34 @@ Cell cell_record(const MatrixCell& mc) {
   return c;
 }
 
-/// Stage "publish": FULL v0 and DELTA v1..publish_versions of the cell's profile into `store_dir`.
+/// Stage "publish": FULL v0 and DELTA v1..publish_versions into `store_dir`: the cell's profile synthesized (or its
+/// checkpoint's weights) perturbed version by version, or, for a cell naming `checkpoints`, the real consecutive
+/// checkpoints.
 std::vector<PublicationStats> publish_stage(const MatrixCell& cell, const ModelProfile& profile,
                                             const fs::path& store_dir, Cell& out) {
-  PublishOptions publish_options;
-  publish_options.store = store_dir;
-  publish_options.first_version = 0;
-  publish_options.last_version = cell.publish_versions;
-  publish_options.seed = cell.seed;
-  publish_options.density = cell.density;
-  publish_options.encoding = *parse_delta_encoding(cell.encoding);
-  publish_options.threads = cell.prepare_threads;
-  const auto published = publish(profile, publish_options);
-  nlohmann::json publications = nlohmann::json::array();
-  for (const auto& p : published) {
-    publications.push_back({{"version", p.version}, {"full", p.full}, {"canonical_bytes", p.canonical_bytes},
-                            {"stored_bytes", p.stored_bytes}, {"changed_values", p.changed_values},
-                            {"seconds", p.seconds}});
+  std::vector<PublicationStats> published;
+  if (!cell.checkpoints.empty()) {
+    CheckpointPublishOptions options;
+    options.store = store_dir;
+    options.encoding = parse_delta_encoding(cell.encoding);  // nullopt for "auto"
+    options.threads = cell.prepare_threads;
+    std::vector<fs::path> dirs{cell.checkpoint};
+    dirs.insert(dirs.end(), cell.checkpoints.begin(), cell.checkpoints.end());
+    published = publish_from_checkpoints(dirs, options);
+  } else {
+    PublishOptions publish_options;
+    publish_options.store = store_dir;
+    publish_options.first_version = 0;
+    publish_options.last_version = cell.publish_versions;
+    publish_options.seed = cell.seed;
+    publish_options.density = cell.density;
+    publish_options.encoding = *parse_delta_encoding(cell.encoding);
+    publish_options.threads = cell.prepare_threads;
+    publish_options.initial_checkpoint = cell.checkpoint;
+    published = publish(profile, publish_options);
   }
+  nlohmann::json publications = nlohmann::json::array();
+  for (const auto& p : published) publications.push_back(publication_json(p));
   out.extra["publications"] = publications;
   return published;
 }
@@ -97,9 +109,14 @@ Reference reference_stage(const MatrixCell& cell, const ModelProfile& profile, c
                           const std::vector<PublicationStats>& published, const CellRunOptions& options,
                           const ProgressFile& progress, Cell& out) {
   progress.report(-1, cell.n, "reference");
-  const fs::path reference_dir = options.workdir / "reference";
-  write_full_checkpoint(profile, cell.seed, cell.target, cell.density, reference_dir, 2ull << 30,
-                        cell.prepare_threads);
+  // Real consecutive checkpoints: the target is one of them, loaded as it is. Otherwise the publisher writes it.
+  fs::path reference_dir = options.workdir / "reference";
+  if (!cell.checkpoints.empty()) {
+    reference_dir = cell.checkpoints[cell.target - 1];
+  } else {
+    write_full_checkpoint(profile, cell.seed, cell.target, cell.density, reference_dir, 2ull << 30,
+                          cell.prepare_threads, cell.checkpoint);
+  }
   progress.report(-1, cell.n, "reference engine");
   EngineLaunch ref_launch = launch;
   ref_launch.options.workdir = options.workdir / "reference-engine";
@@ -160,8 +177,7 @@ Cell run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     std::error_code ec;
     fs::remove_all(options.workdir, ec);
     fs::create_directories(options.workdir);
-    ModelProfile profile = find_profile(cell.model, options.profiles_dir);
-    if (cell.scaled()) profile = scale_profile(profile, cell.scale());
+    const ModelProfile profile = cell_profile(cell, options.profiles_dir);
     const fs::path store_dir = cell.store.empty() ? options.workdir / "store" : fs::path(cell.store);
     if (!cell.store.empty() && fs::exists(store_dir) && !fs::is_empty(store_dir)) {
       throw Error(ErrorKind::State, fmt::format("store '{}' is not empty (the cell publishes into it)", cell.store));

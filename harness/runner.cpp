@@ -114,8 +114,7 @@ void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, con
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto& cell = cells[i];
     try {
-      ModelProfile profile = find_profile(cell.model, profiles_dir);
-      if (cell.scaled()) profile = scale_profile(profile, cell.scale());
+      const ModelProfile profile = cell_profile(cell, profiles_dir);
       const auto layouts = build_rank_layouts(profile, cell.tp);
       const Launcher& launcher = matrix.launcher_for(cell);
       if (!skip_reason(cell, launcher).empty()) continue;  // not started: needs neither its program nor a device

@@ -75,6 +75,10 @@ class PublicationWriter {
   /// written with a unique 32-hex placeholder per tensor and patched in place when the shard ends (same length,
   /// so no byte moves), which spares callers a second pass over the data. Flushes buffered tensors first.
   void begin_shard(std::vector<TensorSpec> tensors);
+  /// Starts a streamed shard whose checksums are known up front, one per tensor (a DELTA shard streamed from
+  /// spilled payloads: its checksums are of the target canonical bytes, not of the bytes appended). Throws
+  /// Error(Format) when the counts differ or a checksum is not 32 lowercase hex characters.
+  void begin_shard(std::vector<TensorSpec> tensors, std::vector<std::string> checksums);
   /// Appends bytes of the streamed shard's tensors, in declaration order.
   void append(std::span<const uint8_t> bytes);
   /// Completes the streamed shard. Throws Error(Format) when bytes are missing.

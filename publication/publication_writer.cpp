@@ -118,6 +118,7 @@ struct PublicationWriter::Impl {
   size_t current = 0;                          // tensor receiving the next byte
   uint64_t current_filled = 0;
   std::unique_ptr<Xxh3Hasher> hasher;
+  bool checksums_given = false;  // begin_shard with checksums: nothing to hash or patch
 
   std::map<std::string, std::string> files;           // add_file: name -> content
   std::vector<std::filesystem::path> files_written;  // removed again when a non-atomic commit fails
@@ -158,7 +159,7 @@ struct PublicationWriter::Impl {
   /// Closes every complete tensor at the cursor (zero-byte tensors complete at once).
   void close_complete_tensors() {
     while (current < streamed_specs.size() && current_filled == streamed_specs[current].bytes()) {
-      patches[placeholders[current]] = hasher->hex();
+      if (!checksums_given) patches[placeholders[current]] = hasher->hex();
       ++current;
       current_filled = 0;
       hasher = std::make_unique<Xxh3Hasher>();
@@ -227,6 +228,36 @@ void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors) {
   w.streamed_path = path;
   w.streamed_specs = std::move(tensors);
   w.patches.clear();
+  w.checksums_given = false;
+  w.current = 0;
+  w.current_filled = 0;
+  w.hasher = std::make_unique<Xxh3Hasher>();
+  w.close_complete_tensors();
+}
+
+void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors, std::vector<std::string> checksums) {
+  Impl& w = *impl_;
+  w.require_no_streamed("begin_shard");
+  if (checksums.size() != tensors.size()) {
+    throw Error(ErrorKind::Format, fmt::format("{}: shard of {} tensors given {} checksums", w.dir.string(),
+                                               tensors.size(), checksums.size()));
+  }
+  std::map<std::string, std::string> metadata;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!is_xxh3_128_hex(checksums[i])) {
+      throw Error(ErrorKind::Format, fmt::format("{}: tensor '{}': checksum '{}' is not 32 lowercase hex characters",
+                                                 w.dir.string(), tensors[i].name, checksums[i]));
+    }
+    metadata[tensors[i].name] = checksums[i];
+  }
+  w.flush_buffered();
+  std::filesystem::path path = w.new_part(tensors);
+  w.streamed = std::make_unique<SafetensorsWriter>(path, tensors, metadata);
+  w.streamed_path = path;
+  w.streamed_specs = std::move(tensors);
+  w.placeholders.clear();
+  w.patches.clear();
+  w.checksums_given = true;
   w.current = 0;
   w.current_filled = 0;
   w.hasher = std::make_unique<Xxh3Hasher>();
@@ -250,6 +281,11 @@ void PublicationWriter::append(std::span<const uint8_t> bytes) {
 void PublicationWriter::end_shard() {
   Impl& w = *impl_;
   if (!w.streamed) throw Error(ErrorKind::State, fmt::format("{}: end_shard without begin_shard", w.dir.string()));
+  if (w.checksums_given) {
+    w.streamed->finish(w.fsync);  // refuses a shard with missing bytes; nothing to patch
+    w.streamed.reset();
+    return;
+  }
   w.streamed->finish(/*fsync_file=*/false);  // refuses a shard with missing bytes; fsynced after the patch
   w.streamed.reset();
   patch_header(w.streamed_path, w.patches, w.fsync);

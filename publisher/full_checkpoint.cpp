@@ -1,6 +1,7 @@
 // write_full_checkpoint(): the canonical checkpoint at any version as a plain FULL directory, the reference a
 // native load reads.
 #include "models/profile/hf_config_write.hpp"
+#include "publisher/initial_weights.hpp"
 #include "publisher/ordered_pipeline.hpp"
 #include "publisher/publisher.hpp"
 #include "publication/publication.hpp"
@@ -8,8 +9,10 @@
 namespace wsb {
 
 void write_full_checkpoint(const ModelProfile& profile, uint64_t seed, uint32_t version, std::optional<double> density,
-                           const std::filesystem::path& dir, uint64_t max_shard_bytes, int threads) {
+                           const std::filesystem::path& dir, uint64_t max_shard_bytes, int threads,
+                           const std::filesystem::path& initial_checkpoint) {
   const std::vector<TensorSpec> tensors = profile.canonical_tensors();
+  const InitialWeights initial(profile, seed, initial_checkpoint);
   PublicationManifest manifest;
   manifest.version = version;
   PublicationWriter writer(dir, manifest, max_shard_bytes, /*atomic=*/false, /*fsync=*/false);
@@ -27,7 +30,7 @@ void write_full_checkpoint(const ModelProfile& profile, uint64_t seed, uint32_t 
       tensors.size(), threads, 4ull << 30, [&](size_t i) { return tensors[i].bytes(); },
       [&](size_t i) {
         buffers[i].resize(tensors[i].bytes());
-        synthesize_canonical(profile, tensors[i], seed, version, density, buffers[i]);
+        initial.at_version(tensors[i], version, density, buffers[i]);
       },
       [&](size_t i) {
         const auto [begin, end] = shards[shard_of[i]];

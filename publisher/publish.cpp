@@ -6,6 +6,7 @@
 #include "core/checksum.hpp"
 #include "core/errors.hpp"
 #include "models/profile/hf_config_write.hpp"
+#include "publisher/initial_weights.hpp"
 #include "publisher/ordered_pipeline.hpp"
 #include "publisher/publisher.hpp"
 #include "publication/publication.hpp"
@@ -62,17 +63,19 @@ PublicationManifest manifest_for(uint32_t version, DeltaEncoding encoding) {
 }
 
 /// The tensor at `first - 1`, verified against the published base so deltas never extend a different model.
-void load_base(const ModelProfile& profile, const PublishOptions& options, const Publication& base,
-               const TensorSpec& tensor, std::span<uint8_t> out) {
-  synthesize_canonical(profile, tensor, options.seed, base.version(), options.density, out);
+void load_base(const ModelProfile& profile, const PublishOptions& options, const InitialWeights& initial,
+               const Publication& base, const TensorSpec& tensor, std::span<uint8_t> out) {
+  initial.at_version(tensor, base.version(), options.density, out);
   std::string actual = xxh3_128_hex(out);
   if (!base.contains(tensor.name) || base.expected_checksum(tensor.name) != actual) {
+    const std::string model =
+        initial.real() ? fmt::format("checkpoint {} perturbed", options.initial_checkpoint.string())
+                       : fmt::format("synthetic model '{}'", profile.id);
     throw Error(ErrorKind::Checksum,
-                fmt::format("cannot append to {}: tensor '{}' of published version {} is not the synthetic model "
-                            "'{}' with seed {} (expected checksum {}, synthesized {})",
-                            options.store.string(), tensor.name, version_string(base.version()), profile.id,
-                            options.seed, base.contains(tensor.name) ? base.expected_checksum(tensor.name) : "none",
-                            actual));
+                fmt::format("cannot append to {}: tensor '{}' of published version {} is not the {} with seed {} "
+                            "(expected checksum {}, synthesized {})",
+                            options.store.string(), tensor.name, version_string(base.version()), model, options.seed,
+                            base.contains(tensor.name) ? base.expected_checksum(tensor.name) : "none", actual));
   }
 }
 
@@ -84,6 +87,7 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
   const uint32_t first = options.first_version;
   const uint32_t last = options.last_version;
   const std::vector<TensorSpec> tensors = profile.canonical_tensors();
+  const InitialWeights initial(profile, options.seed, options.initial_checkpoint);  // checked before any write
 
   std::unique_ptr<Publication> base;
   if (first > 0) {
@@ -105,6 +109,8 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
   for (uint32_t v = first; v <= last; ++v) {
     stats[v - first].version = v;
     stats[v - first].full = v == 0;
+    if (v > 0) stats[v - first].encoding = options.encoding;
+    stats[v - first].source = options.initial_checkpoint;
     writers.push_back(std::make_unique<PublicationWriter>(store.update_dir(v), manifest_for(v, options.encoding),
                                                           options.max_shard_bytes, /*atomic=*/true, options.fsync));
   }
@@ -140,9 +146,9 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
     std::vector<uint8_t> current(tensor.bytes());
     auto start = Clock::now();
     if (first == 0) {
-      synthesize_initial(profile, tensor, options.seed, current);
+      initial.fill(tensor, current);
     } else {
-      load_base(profile, options, *base, tensor, current);
+      load_base(profile, options, initial, *base, tensor, current);
     }
     out.seconds[0] += seconds_since(start);
     const double density = options.density ? *options.density : default_density(tensor);
@@ -160,7 +166,11 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
   auto consume = [&](size_t ti) {
     const TensorSpec& tensor = tensors[ti];
     Produced& in = produced[ti];
-    for (PublicationStats& s : stats) s.canonical_bytes += tensor.bytes();
+    const std::string change_key = change_class(tensor);
+    for (PublicationStats& s : stats) {
+      s.canonical_bytes += tensor.bytes();
+      s.changes[change_key].elements += change_elements(tensor);
+    }
     if (first == 0) {
       auto start = Clock::now();
       if (next_full_shard < full_shards.size() && full_shards[next_full_shard].first == ti) {
@@ -178,6 +188,8 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
     for (uint32_t v = std::max<uint32_t>(first, 1); v <= last; ++v) {
       PublicationStats& s = stats[v - first];
       s.changed_values += in.changed[v - first];
+      s.changes[change_key].changed += in.changed[v - first];
+      s.payload_bytes[std::string(delta_encoding_name(options.encoding))] += in.payloads[v - first].size();
       TensorSpec spec{tensor.name, DType::U8, {static_cast<int64_t>(in.payloads[v - first].size())}};
       writers[v - first]->add(std::move(spec), std::move(in.payloads[v - first]), in.checksums[v - first]);
     }

@@ -3,6 +3,7 @@
 // density), published as FULL v0 and DELTA v1..vN in the publication format.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,16 @@ struct PublishOptions {
   /// Worker threads that synthesize, perturb and compress tensors (written in checkpoint order by the caller; the
   /// published bytes are the same for any count).
   int threads = 1;
+  /// Empty: version 0 is synthesized (synthesize_initial). Else a real checkpoint directory (Hugging Face layout,
+  /// the profile's tensors): version 0 is its bytes and later versions perturb them (perturb_version).
+  std::filesystem::path initial_checkpoint;
+};
+
+/// Elements of one class of codes in a publication, and how many of them differ from the base version.
+struct ChangeCount {
+  uint64_t elements = 0;
+  uint64_t changed = 0;
+  bool operator==(const ChangeCount&) const = default;
 };
 
 struct PublicationStats {
@@ -35,9 +46,32 @@ struct PublicationStats {
   bool full = false;
   uint64_t canonical_bytes = 0;  ///< bytes of the canonical checkpoint
   uint64_t stored_bytes = 0;     ///< bytes written to shards (compressed payloads for deltas)
-  uint64_t changed_values = 0;   ///< values moved by one code step in this version
+  uint64_t changed_values = 0;   ///< elements that differ from the base version (0 for FULL)
   double seconds = 0;  ///< compute time of this version summed over the publish threads, plus its writes
+  /// Elements (change_class units) of the canonical checkpoint and those changed, per change_class; every class of
+  /// the checkpoint is present (changed 0 for FULL).
+  std::map<std::string, ChangeCount> changes;
+  std::optional<DeltaEncoding> encoding;  ///< the DELTA's encoding; nullopt for FULL
+  /// Payload bytes (compressed, no shard headers) of each encoding that was tried: the one used, and with
+  /// automatic encoding the other one too.
+  std::map<std::string, uint64_t> payload_bytes;
+  std::filesystem::path source;  ///< the checkpoint directory this version was published from; empty: synthetic
+
+  /// Changed elements over all elements (0 when there are none).
+  double density() const;
+  /// canonical_bytes / stored_bytes (0 when nothing was stored).
+  double compression_ratio() const;
 };
+
+/// The unit and label changed elements are counted in for `tensor`: one element per stored value of its dtype
+/// ("BF16", "F32", "F8_E4M3", ... as dtype_name), except packed E2M1 (quant_role: two codes per U8 byte), counted per
+/// 4-bit code and labelled "E2M1".
+std::string change_class(const TensorSpec& tensor);
+/// Elements of `tensor` in change_class units (code_count).
+uint64_t change_elements(const TensorSpec& tensor);
+/// Elements of `tensor` whose stored code differs between `base` and `target` (both tensor.bytes() long), in
+/// change_class units. Throws Error(Mismatch) naming the tensor for a wrong size.
+uint64_t count_changed(const TensorSpec& tensor, std::span<const uint8_t> base, std::span<const uint8_t> target);
 
 /// Default perturbation density per dtype, for callers that know only the dtype: BF16/F16/F32 0.01, F8_E4M3
 /// 0.006, U8 (packed E2M1 or E8M0 scales) and F8_E8M0 0.003. Throws Error(Format) naming the dtype otherwise.
@@ -113,8 +147,10 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
 
 /// Writes the canonical checkpoint at `version` as a FULL checkpoint directory (the native-load reference, and
 /// what an engine fork boots from: index, shards and config.json = hf_config_text(profile)), synthesizing tensors
-/// on `threads` workers (the bytes are the same for any thread count).
+/// on `threads` workers (the bytes are the same for any thread count). `initial_checkpoint` as in PublishOptions:
+/// version 0 read from that directory instead of synthesized.
 void write_full_checkpoint(const ModelProfile& profile, uint64_t seed, uint32_t version, std::optional<double> density,
-                           const std::filesystem::path& dir, uint64_t max_shard_bytes = 2ull << 30, int threads = 1);
+                           const std::filesystem::path& dir, uint64_t max_shard_bytes = 2ull << 30, int threads = 1,
+                           const std::filesystem::path& initial_checkpoint = {});
 
 }  // namespace wsb

@@ -13,6 +13,7 @@
 #include "reports/context_table.hpp"
 #include "reports/host_table.hpp"
 #include "reports/memory_table.hpp"
+#include "reports/publication_table.hpp"
 #include "reports/phase_table.hpp"
 #include "reports/summary_table.hpp"
 #include "reports/verdict.hpp"
@@ -122,6 +123,13 @@ std::string render_report_markdown(const Results& r, const ReportOptions& option
     out += "Maxima over trials (MemAvailable: minimum). Prepare/Commit peak RSS and cgroup peak are sampled every "
            "few ms during prepare and commit; device used counts every process on the GPU.\n\n";
     out += render_markdown(memory_table(r.cells));
+  }
+
+  if (any_checkpoint_cell(r.cells)) {
+    out += "\n## Publications\n\n";
+    out += "Cells on real checkpoints: the publication each cell's trials updated to. Changed: elements that differ "
+           "from the base version (a packed FP4 byte counts as two); Compression: checkpoint bytes / stored bytes.\n\n";
+    out += render_markdown(publication_table(r.cells));
   }
 
   if (options.phases) {

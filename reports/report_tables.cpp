@@ -6,6 +6,7 @@
 #include "reports/host_table.hpp"
 #include "reports/memory_table.hpp"
 #include "reports/phase_table.hpp"
+#include "reports/publication_table.hpp"
 #include "reports/report_markdown.hpp"
 #include "reports/summary_table.hpp"
 #include "reports/table_export.hpp"
@@ -21,6 +22,7 @@ std::vector<NamedTable> report_tables(const Results& r) {
   if (hosts.size() > 1) out.push_back({"Fleet means", host_mean_table(r.cells)});
   out.push_back({"Checks", checks_table(r.cells)});
   out.push_back({"Memory", memory_table(r.cells)});
+  if (any_checkpoint_cell(r.cells)) out.push_back({"Publications", publication_table(r.cells)});
   for (const Cell& c : r.cells) {
     Table t = phase_table(c);
     if (!t.rows.empty()) out.push_back({"Phases " + c.id + " on " + c.host, std::move(t)});
@@ -43,6 +45,7 @@ std::string render_tables(const Results& r, TableFormat format) {
       std::string out = render_terminal_summary(r, true);
       out += "\n## Checks\n" + render_text(checks_table(r.cells));
       out += "\n## Memory\n" + render_text(memory_table(r.cells));
+      if (any_checkpoint_cell(r.cells)) out += "\n## Publications\n" + render_text(publication_table(r.cells));
       return out;
     }
     case TableFormat::Json: {

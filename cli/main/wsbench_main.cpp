@@ -25,12 +25,21 @@ int main(int argc, char** argv) {
   models->add_option("--tp", models_tp, "tensor-parallel size for the per-rank column")->check(CLI::Range(1, 64));
 
   wsb::PublishArgs publish_args;
-  auto* publish = app.add_subcommand("publish", "write synthetic deterministic publications into a store");
-  publish->add_option("--model", publish_args.model, "profile id")->required();
+  auto* publish = app.add_subcommand(
+      "publish", "write publications into a store: synthetic deterministic versions of a profile (--model), or real "
+                 "consecutive checkpoints (--from-checkpoints)");
+  publish->add_option("--model", publish_args.model, "profile id");
+  publish->add_option("--from-checkpoints", publish_args.from_checkpoints,
+                      "DIR0 DIR1 [DIR2 ...]: Hugging Face checkpoint directories a trainer saved in order; FULL v0 from "
+                      "DIR0, one DELTA per following directory (instead of --model)");
   publish->add_option("--store", publish_args.store, "store directory")->required();
-  publish->add_option("--versions", publish_args.versions, "A..B (0 = FULL, later = DELTA)");
-  publish->add_option("--seed", publish_args.seed, "seed");
-  publish->add_option("--encoding", publish_args.encoding, "xor | overwrite")->check(CLI::IsMember({"xor", "overwrite"}));
+  publish->add_option("--versions", publish_args.versions, "A..B (0 = FULL, later = DELTA; default 0..3)");
+  publish->add_option("--seed", publish_args.seed, "seed (default 0)");
+  publish->add_option("--encoding", publish_args.encoding,
+                      "xor | overwrite | auto (--from-checkpoints only: per publication, the encoding whose payloads "
+                      "sum to fewer bytes; the format records one encoding per publication, not per tensor)")
+      ->check(CLI::IsMember({"xor", "overwrite", "auto"}));
+  publish->add_option("--json", publish_args.json, "also write the per-version figures here (JSON)");
   publish->add_option("--density", publish_args.density, "fraction of values moved per version")->check(CLI::Range(0.0, 1.0));
   publish->add_option("--layers", publish_args.layers, "keep only the first N layers");
   publish->add_option("--experts", publish_args.experts, "keep only the first N routed experts");
@@ -105,6 +114,18 @@ int main(int argc, char** argv) {
   soak->add_flag("--keep-workdir", soak_args.keep_workdir, "keep the temporary folder used without --workdir");
   soak->add_option("--json", soak_args.json, "write every cycle's readings and the figures here");
 
+  wsb::ForwardArgs forward_args;
+  auto* forward = app.add_subcommand(
+      "forward", "teacher-forced float32 logits of the reference forward over a token sequence, from a Hugging Face "
+                 "checkpoint directory (compare with transformers)");
+  forward->add_option("checkpoint", forward_args.checkpoint, "checkpoint directory (config.json + safetensors)")
+      ->required();
+  forward->add_option("--tokens", forward_args.tokens, "token ids, comma-separated: 1,17,42")->required();
+  forward->add_option("--tp", forward_args.tp, "tensor-parallel size")->check(CLI::Range(1, 64));
+  forward->add_option("--backend", forward_args.backend, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  forward->add_option("--json", forward_args.json, "output file ({\"logits\": [[...], ...]}; - for stdout)")
+      ->required();
+
   fs::path physics_dir = ".";
   uint64_t physics_bytes = 256ull << 20;
   int physics_threads = 2;
@@ -148,6 +169,7 @@ int main(int argc, char** argv) {
     if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);
     if (*serve) return wsb::cmd_serve(profiles, serve_args);
     if (*physics) return wsb::cmd_physics(physics_dir, physics_bytes, physics_threads);
+    if (*forward) return wsb::cmd_forward(forward_args);
     if (*soak) return wsb::cmd_soak(profiles, soak_args);
     if (report.selected()) return report.run();
     if (*inspect) return wsb::cmd_inspect(inspect_args);

@@ -1,6 +1,7 @@
 // `wsbench report` table / merge / compare / trace: exit codes, outputs, and bad input that writes nothing.
 #include "cli/cmd_report.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "reports/gnuplot.hpp"
 #include "reports/results_io.hpp"
 #include "reports/results_json.hpp"
 #include "tests/support/test_support.hpp"
@@ -148,6 +150,101 @@ TEST(HarnessCmdReport, TraceWritesChromeTraceOfOneTrial) {
   EXPECT_EQ(error_of([&] { report_trace(good, "m/cpu/native/tp2", 5, dir / "t2.json"); }),
             good.string() + ": cell 'm/cpu/native/tp2' has no trial 5 (trials: 0, 1)");
   EXPECT_FALSE(fs::exists(dir / "t2.json"));
+}
+
+}  // namespace
+}  // namespace wsb
+
+namespace wsb {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kNights = std::string(WSBENCH_FIXTURES_DIR) + "/history/";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(CliReportHistory, WritesTablesAndPlotsAndFailsOnANewestRegression) {
+  test::TempDir dir;
+  std::ostringstream out, err;
+  const std::vector<fs::path> inputs = {kNights + "night-3.json", kNights + "night-1.json", kNights + "night-2.json"};
+  EXPECT_EQ(report_history(inputs, dir / "h", "pause,commit", "10%", "gnuplot", out, err), 1);
+  const bool have_gnuplot = fs::exists(dir / "h/llama-tiny-bf16-disk-native-tp2-pause.svg");
+  EXPECT_EQ(out.str(), fmt::format("regression: llama-tiny-bf16/disk/native/tp2 pause 1.25x the previous point "
+                                   "(2026-12-03T02:00:00Z 3333333cccc)\n"
+                                   "regression: llama-tiny-bf16/disk/native/tp2 commit 1.27x the previous point "
+                                   "(2026-12-03T02:00:00Z 3333333cccc)\n"
+                                   "history: 3 results files, 2 configurations, {} plots -> {}\n",
+                                   have_gnuplot ? 4 : 0, (dir / "h/history.md").string()));
+  const std::string md = slurp(dir / "h/history.md");
+  EXPECT_NE(md.find("| 2026-12-03T02:00:00Z | 3333333cccc |     1 | 0.00400 |      n/a | 0.00110 |           3.64 |"
+                    "        1.25 | REGRESSION (1.25x > 1.10x) |\n"),
+            std::string::npos);
+  EXPECT_EQ(md.find("### envelope"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "h/llama-tiny-bf16-cpu-native-tp2-commit.gp"));
+  // A looser threshold: no regression, exit 0.
+  EXPECT_EQ(report_history(inputs, dir / "h2", "pause,commit", "30%", "gnuplot", out, err), 0);
+}
+
+TEST(CliReportHistory, MissingGnuplotStillWritesTheTables) {
+  test::TempDir dir;
+  std::ostringstream out, err;
+  const fs::path missing = dir / "bin/gnuplot";
+  EXPECT_EQ(report_history({kNights + "night-1.json", kNights + "night-2.json"}, dir / "h", "pause", "10%",
+                           missing.string(), out, err),
+            0);
+  EXPECT_EQ(err.str(), "report history: " + missing.string() +
+                           " not found (install the Debian package gnuplot-nox): no plots drawn; the scripts are in " +
+                           (dir / "h").string() + " (run gnuplot on each there)\n");
+  const std::string md = slurp(dir / "h/history.md");
+  EXPECT_EQ(md.find("!["), std::string::npos);
+  EXPECT_NE(md.find("No plots: " + missing.string() + " was not found when this page was written"), std::string::npos);
+  EXPECT_NE(md.find("| 2026-12-02T02:00:00Z | 2222222bbbb |     2 | 0.00320 |  0.00127 | 0.00110 |           2.91 |"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "h/llama-tiny-bf16-disk-native-tp2-pause.svg"));
+  EXPECT_TRUE(fs::exists(dir / "h/llama-tiny-bf16-disk-native-tp2-pause.gp"));
+}
+
+TEST(CliReportHistory, BadInputWritesNothing) {
+  test::TempDir dir;
+  std::ostringstream out, err;
+  EXPECT_EQ(error_of([&] { report_history({kNights + "night-1.json"}, dir / "h", "pause,stall", "10%", "gnuplot", out, err); }),
+            "--metric: 'stall' is not one of pause, envelope, prepare, commit");
+  EXPECT_EQ(error_of([&] { report_history({kNights + "night-1.json"}, dir / "h", "pause", "ten", "gnuplot", out, err); }),
+            "--max-regression: 'ten' is not a non-negative percentage (\"10%\") or fraction (\"0.1\")");
+  EXPECT_EQ(error_of([&] {
+              report_history({kNights + "night-1.json", kNights + "night-1.json"}, dir / "h", "pause", "10%", "gnuplot",
+                             out, err);
+            }),
+            kNights + "night-1.json: given twice: each results file may be merged once");
+  EXPECT_FALSE(fs::exists(dir / "h"));
+}
+
+TEST(CliReportTable, PlotsPerCellAndAMissingGnuplot) {
+  test::TempDir dir;
+  std::ostringstream out, err;
+  const fs::path missing = dir / "bin/gnuplot";
+  EXPECT_EQ(report_table({kNights + "night-1.json"}, "text", "", "", out, PlotArgs{dir / "p", missing.string()}, &err),
+            0);
+  EXPECT_NE(out.str().find("## Summary"), std::string::npos);
+  EXPECT_EQ(err.str(), "report table --plots: " + missing.string() +
+                           " not found (install the Debian package gnuplot-nox): no plots drawn; the scripts are in " +
+                           (dir / "p").string() + " (run gnuplot on each there)\n");
+  EXPECT_EQ(slurp(dir / "p/pause.dat"), "1\t0.003\t0.002\t0.004\t0.0011\tNaN\n2\t0.00011\t0.0001\t0.00012\t0.0001\tNaN\n");
+  EXPECT_EQ(slurp(dir / "p/loop.dat"), "1\t0.022\t0.02\t0.024\t0.0031\tNaN\n2\t0.011\t0.01\t0.012\t0.00031\tNaN\n");
+  if (find_program("gnuplot")) {
+    err.str("");
+    EXPECT_EQ(report_table({kNights + "night-1.json"}, "text", "", "", out, PlotArgs{dir / "q", "gnuplot"}, &err), 0);
+    EXPECT_EQ(err.str(), "plot: " + (dir / "q/pause.svg").string() + "\nplot: " + (dir / "q/loop.svg").string() + "\n");
+    const std::string svg = slurp(dir / "q/loop.svg");
+    EXPECT_NE(svg.find("<text>complete loop (envelope) mean, min-max over trials</text>"), std::string::npos);
+    EXPECT_NE(svg.find("<text>llama-tiny-bf16/disk/native/tp2</text>"), std::string::npos);
+  }
 }
 
 }  // namespace

@@ -325,13 +325,11 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     EXPECT_FALSE(m.description.empty());
     for (const auto& cell : m.cells) {
       // The preflight of `run` minus the device: the profile exists and its scale and TP size shard.
-      ModelProfile profile = find_profile(cell.model, WSBENCH_PROFILES_DIR);
-      if (cell.scaled()) profile = scale_profile(profile, cell.scale());
-      EXPECT_NO_THROW(build_rank_layouts(profile, cell.tp)) << cell.id;
+      EXPECT_NO_THROW(build_rank_layouts(cell_profile(cell, WSBENCH_PROFILES_DIR), cell.tp)) << cell.id;
     }
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints.json", "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
                                              "nightly-h100.json", "pin-check.json", "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
 }
 
@@ -576,6 +574,119 @@ TEST(MatrixAxes, IncludeErrors) {
             "accepted");  // the same definition, written the long way
   EXPECT_EQ(in_dir(nlohmann::json::parse(R"({"name": "x", "include": 3})")),
             "m.json: field 'include' must be a string (a matrix path relative to this one)");
+}
+
+}  // namespace
+}  // namespace wsb
+
+namespace wsb {
+namespace {
+
+TEST(MatrixCheckpoint, PathsResolveAgainstTheMatrixFolderAndNameTheCell) {
+  MatrixFiles files;
+  std::filesystem::create_directories(files.dir() / "sub");
+  files.write("sub/base.json", R"({"name": "base", "cells": [{"checkpoint": "ckpt/a", "mode": "cpu"}]})");
+  const auto top = files.write("top.json", R"({"name": "top", "include": "sub/base.json",
+      "defaults": {"model": "llama-tiny-bf16", "tp": 2},
+      "cells": [{"checkpoint": "real/step0/", "checkpoints": ["real/step1", "/abs/step2"], "mode": "disk",
+                 "encoding": "auto", "target": 2},
+                {"mode": "refit"}]})");
+  const auto m = load_matrix(top);
+  ASSERT_EQ(m.cells.size(), 3u);
+  const std::string dir = std::filesystem::absolute(files.dir()).lexically_normal().string();
+  // The included cell's path is its own matrix's folder's.
+  EXPECT_EQ(m.cells[0].checkpoint, dir + "/sub/ckpt/a");
+  EXPECT_EQ(m.cells[0].model, "hf:a");
+  EXPECT_EQ(m.cells[0].id, "hf:a/cpu/native/tp1");
+  EXPECT_TRUE(m.cells[0].checkpoints.empty());
+  EXPECT_EQ(m.cells[0].publish_versions, 3u);
+  // The checkpoint replaces the default model; `checkpoints` sets publish_versions.
+  EXPECT_EQ(m.cells[1].checkpoint, dir + "/real/step0");
+  EXPECT_EQ(m.cells[1].model, "hf:step0..step2");
+  EXPECT_EQ(m.cells[1].id, "hf:step0..step2/disk/native/tp2");
+  EXPECT_EQ(m.cells[1].checkpoints, (std::vector<std::string>{dir + "/real/step1", "/abs/step2"}));
+  EXPECT_EQ(m.cells[1].publish_versions, 2u);
+  EXPECT_EQ(m.cells[1].encoding, "auto");
+  const auto j = m.cells[1].to_json();
+  EXPECT_EQ(j["checkpoint"], dir + "/real/step0");
+  EXPECT_EQ(j["checkpoints"], nlohmann::json::array({dir + "/real/step1", "/abs/step2"}));
+  EXPECT_EQ(j["model"], "hf:step0..step2");
+  EXPECT_FALSE(m.cells[2].on_checkpoint());
+  EXPECT_FALSE(m.cells[2].to_json().contains("checkpoint"));
+  EXPECT_EQ(m.cells[2].id, "llama-tiny-bf16/refit+inproc/native/tp2");
+  // The model id is the one profile_from_hf_dir gives the directory's profile.
+  const auto fixture = std::filesystem::path(WSBENCH_FIXTURES_DIR) / "hf-llama-tiny";
+  EXPECT_EQ(checkpoint_model_id(fixture), profile_from_hf_dir(fixture).id);
+  EXPECT_EQ(checkpoint_model_id(fixture.string() + "/"), "hf:hf-llama-tiny");
+  EXPECT_EQ(checkpoint_model_id(fixture, {"/x/step1", "/x/step2/"}), "hf:hf-llama-tiny..step2");
+  MatrixCell cell;
+  cell.checkpoint = fixture.string();
+  cell.model = checkpoint_model_id(fixture);
+  cell.layers = 2;
+  EXPECT_EQ(cell_profile(cell, WSBENCH_PROFILES_DIR).id, "hf:hf-llama-tiny@layers=2");
+  EXPECT_EQ(cell_profile(cell, WSBENCH_PROFILES_DIR).dims.layers, 2);
+}
+
+TEST(MatrixCheckpoint, AnAxisOverCheckpointsNamesEachCellByItsModel) {
+  MatrixFiles files;
+  const auto path = files.write("m.json", R"({"name": "x", "axes": {"checkpoint": ["a/one", "b/two"]},
+      "cells": [{"mode": "cpu"}]})");
+  const auto m = load_matrix(path);
+  ASSERT_EQ(m.cells.size(), 2u);
+  EXPECT_EQ(m.cells[0].id, "hf:one/cpu/native/tp1");
+  EXPECT_EQ(m.cells[1].id, "hf:two/cpu/native/tp1");
+}
+
+TEST(MatrixCheckpoint, CheckpointsFromDefaultsOrAxesNameTheModelToo) {
+  MatrixFiles files;
+  const auto path = files.write("m.json", R"({"name": "x", "defaults": {"checkpoints": ["s1"]},
+      "axes": {"checkpoints": [["s1"], ["s1", "s2"]]},
+      "cells": [{"checkpoint": "s0", "mode": "cpu"}, {"checkpoint": "s0", "checkpoints": ["t1"], "mode": "disk"}]})");
+  const auto m = load_matrix(path);
+  std::vector<std::string> ids;
+  for (const auto& c : m.cells) ids.push_back(c.id + " " + std::to_string(c.publish_versions));
+  EXPECT_EQ(ids, (std::vector<std::string>{"hf:s0..s1/cpu/native/tp1/[\"s1\"] 1",
+                                           "hf:s0..s2/cpu/native/tp1/[\"s1\",\"s2\"] 2",
+                                           "hf:s0..t1/disk/native/tp1 1"}));
+}
+
+TEST(MatrixCheckpoint, ErrorsNameTheCellAndTheField) {
+  const auto cell_error = [](const std::string& cell) {
+    return matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [)" + cell + "]}"));
+  };
+  EXPECT_EQ(cell_error(R"({"model": "a", "checkpoint": "/c", "mode": "cpu"})"),
+            "m.json: cell 0: fields 'model' and 'checkpoint' exclude each other (a checkpoint's config.json is its "
+            "model)");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "", "mode": "cpu"})"),
+            "m.json: cell 0: field 'checkpoint' must be a checkpoint directory (a non-empty string), got \"\"");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": [], "mode": "cpu"})"),
+            "m.json: cell 0: field 'checkpoints' must be a non-empty array of checkpoint directories");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d", 3], "mode": "cpu"})"),
+            "m.json: cell 0: field 'checkpoints' must be a checkpoint directory (a non-empty string), got 3");
+  EXPECT_EQ(cell_error(R"({"model": "a", "checkpoints": ["/d"], "mode": "cpu"})"),
+            "m.json: cell 0: field 'checkpoints' needs field 'checkpoint' (the FULL v0 they follow)");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "publish_versions": 3, "mode": "cpu"})"),
+            "m.json: cell 0: field 'publish_versions' (3) must equal the number of 'checkpoints' (1): one DELTA each");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "target": 2, "mode": "cpu"})"),
+            "m.json: cell 0: field 'target' must be 1..publish_versions (1), got 2");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "density": 0.1, "mode": "cpu"})"),
+            "m.json: cell 0: field 'density' has no meaning with field 'checkpoints' (the checkpoints are the deltas)");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "layers": 1, "mode": "cpu"})"),
+            "m.json: cell 0: fields 'layers' and 'experts' cannot scale field 'checkpoints' (every tensor of a real "
+            "delta is published)");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "encoding": "auto", "mode": "cpu"})"),
+            "m.json: cell 0: field 'encoding': 'auto' needs field 'checkpoints' (synthetic versions are published in "
+            "one encoding)");
+  EXPECT_EQ(cell_error(R"({"model": "a", "encoding": "auto", "mode": "cpu"})"),
+            "m.json: cell 0: field 'encoding': 'auto' needs field 'checkpoints' (synthetic versions are published in "
+            "one encoding)");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "engine": "http", "mode": "disk"})"),
+            "m.json: cell 0: field 'checkpoint' needs an embedded engine (embedded-cpu or embedded-cuda): the servers "
+            "of engine 'http' take a profile id");
+  // A model axis over a checkpoint cell contradicts it.
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "axes": {"model": ["b"]},
+      "cells": [{"checkpoint": "/c", "mode": "cpu"}]})")),
+            "m.json: cell 0 with model=b: field 'model' ('b') contradicts field 'checkpoint' /c (whose model is 'hf:c')");
 }
 
 }  // namespace

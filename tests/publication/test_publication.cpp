@@ -491,6 +491,43 @@ TEST(PublicationWriter, StreamedShardsCarryChecksumsOfTheirBytes) {
   EXPECT_EQ(index.total_size, 28u);
 }
 
+TEST(PublicationWriter, StreamedShardsWithGivenChecksumsKeepThem) {
+  // A DELTA streamed from spilled payloads: the checksums are the target's, not the payloads'.
+  TempDir tmp;
+  Store store(tmp.path());
+  PublicationManifest m;
+  m.version = 1;
+  m.kind = PublicationKind::Delta;
+  m.base_version = 0;
+  m.encoding = DeltaEncoding::Xor;
+  m.compression_format = "zstd";
+  const Bytes a = encode_delta(DeltaEncoding::Xor, canonical("a.weight", 0), canonical("a.weight", 1), 1);
+  const Bytes b = encode_delta(DeltaEncoding::Xor, canonical("b.weight", 0), canonical("b.weight", 1), 1);
+  const TensorSpec sa{"a.weight", DType::U8, {static_cast<int64_t>(a.size())}};
+  const TensorSpec sb{"b.weight", DType::U8, {static_cast<int64_t>(b.size())}};
+  {
+    PublicationWriter writer(store.update_dir(1), m, 1 << 20, /*atomic=*/true, /*fsync=*/true);
+    expect_error([&] { writer.begin_shard({sa, sb}, {xxh3_128_hex(canonical("a.weight", 1))}); }, ErrorKind::Format,
+                 {"shard of 2 tensors given 1 checksums"});
+    expect_error([&] { writer.begin_shard({sa}, {"ABC"}); }, ErrorKind::Format,
+                 {"tensor 'a.weight': checksum 'ABC' is not 32 lowercase hex characters"});
+    writer.begin_shard({sa, sb}, {xxh3_128_hex(canonical("a.weight", 1)), xxh3_128_hex(canonical("b.weight", 1))});
+    Bytes both = a;
+    both.insert(both.end(), b.begin(), b.end());
+    writer.append(std::span<const uint8_t>(both).subspan(0, 5));
+    writer.append(std::span<const uint8_t>(both).subspan(5));
+    writer.end_shard();
+    writer.commit();
+  }
+  Publication pub(store, 1);
+  EXPECT_EQ(pub.expected_checksum("a.weight"), xxh3_128_hex(canonical("a.weight", 1)));
+  EXPECT_EQ(pub.expected_checksum("b.weight"), xxh3_128_hex(canonical("b.weight", 1)));
+  const auto pa = pub.payload("a.weight");
+  EXPECT_EQ(Bytes(pa.begin(), pa.end()), a);
+  const auto pb = pub.payload("b.weight");
+  EXPECT_EQ(Bytes(pb.begin(), pb.end()), b);
+}
+
 TEST(PublicationWriter, AbandonedWriterLeavesNothing) {
   TempDir tmp;
   Store store(tmp.path());
