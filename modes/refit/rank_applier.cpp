@@ -89,8 +89,8 @@ void RankApplier::apply_batch(std::span<const ArrivedWeight> weights, WorkPool* 
     const Piece& p = pieces[i];
     const ArrivedWeight& a = weights[p.weight];
     const Weight& w = weights_[a.index];
-    for (const Target& t : w.placements) place_run_range(t.run, a.bytes, p.from, p.to, image_->storage(t.storage));
-    if (w.stash_offset) std::memcpy(stash_.data() + *w.stash_offset + p.from, a.bytes.data() + p.from, p.to - p.from);
+    for (const Target& t : w.placements) place_piece(t, a.bytes, p.from, p.to);
+    if (w.stash_offset) copy_streaming(stash_.data() + *w.stash_offset + p.from, a.bytes.data() + p.from, p.to - p.from);
   };
   if (pool != nullptr) {
     pool->run(pieces.size(), copy);
@@ -110,6 +110,20 @@ void RankApplier::apply_batch(std::span<const ArrivedWeight> weights, WorkPool* 
   } else {
     for (size_t s : complete) load_from_stash(s);
   }
+}
+
+void RankApplier::place_piece(const Target& t, std::span<const uint8_t> bytes, uint64_t from, uint64_t to) {
+  const FragmentRun& run = t.run;
+  if (run.outer == 1 || run.stride == run.block) {
+    // One contiguous run (a whole weight, or whole rows of it): a streaming copy of the piece's overlap with it.
+    const uint64_t lo = std::max(from, run.src_first), hi = std::min(to, run.src_first + run.outer * run.block);
+    if (lo < hi) {
+      uint8_t* dst = image_->storage(t.storage).data() + run.dst_offset + (lo - run.src_first);
+      copy_streaming(dst, bytes.data() + lo, hi - lo);
+    }
+    return;
+  }
+  place_run_range(run, bytes, from, to, image_->storage(t.storage));
 }
 
 void RankApplier::load_from_stash(size_t storage) {

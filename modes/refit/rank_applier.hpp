@@ -70,6 +70,9 @@ class RankApplier {
     bool arrived = false;
   };
   void load_from_stash(size_t storage);
+  /// Weight bytes [from, to) of `t`'s run into the image: place_run_range, or one streaming copy when the run is
+  /// contiguous.
+  void place_piece(const Target& t, std::span<const uint8_t> bytes, uint64_t from, uint64_t to);
 
   int rank_;
   const std::vector<ShardSlice>& shards_;

@@ -61,7 +61,7 @@ void pack_bucket(std::span<const WireEntry> entries, std::span<const ShardWeight
       const WireEntry& e = entries[k];
       const uint64_t from = std::max(lo, e.offset), to = std::min(hi, e.offset + e.bytes);
       if (from > cursor) std::memset(payload.data() + cursor, 0, from - cursor);
-      if (to > from) std::memcpy(payload.data() + from, weights[k].bytes.data() + (from - e.offset), to - from);
+      if (to > from) copy_streaming(payload.data() + from, weights[k].bytes.data() + (from - e.offset), to - from);
       cursor = std::max(cursor, to);
     }
     if (hi > cursor) std::memset(payload.data() + cursor, 0, hi - cursor);

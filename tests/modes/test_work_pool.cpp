@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -77,6 +78,24 @@ TEST(WorkPool, PieceBytes) {
   EXPECT_EQ(piece_bytes(1000, 4, 64), 64u);
   EXPECT_EQ(piece_bytes(1001, 1, 1), 251u);  // ceil(1001 / 4)
   EXPECT_EQ(piece_bytes(0, 4, 0), 1u);
+}
+
+TEST(WorkPool, StreamingCopyEqualsMemcpyAtEveryAlignmentAndSize) {
+  // Below, at and above the size where the stores start to bypass the caches, every misalignment of either side.
+  const size_t sizes[] = {0, 1, 4095, (size_t{256} << 10) - 1, size_t{256} << 10, (size_t{256} << 10) + 77};
+  std::vector<uint8_t> src((size_t{256} << 10) + 200);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 13 + 5);
+  for (size_t bytes : sizes) {
+    for (size_t d = 0; d < 17; d += 3) {
+      for (size_t s = 0; s < 17; s += 5) {
+        std::vector<uint8_t> dst(bytes + 40, 0xEE);
+        copy_streaming(dst.data() + d, src.data() + s, bytes);
+        std::vector<uint8_t> want(bytes + 40, 0xEE);
+        std::memcpy(want.data() + d, src.data() + s, bytes);
+        ASSERT_EQ(dst, want) << "bytes " << bytes << " dst +" << d << " src +" << s;
+      }
+    }
+  }
 }
 
 TEST(WorkPool, ParallelCopyEqualsMemcpy) {
