@@ -48,7 +48,8 @@ void BM_ReferenceForwardStep(benchmark::State& state, const std::string& profile
 }
 
 const bool registered = [] {
-  for (const char* id : {"llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"}) {
+  for (const char* id :
+       {"llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4", "gpt-oss-tiny-bf16"}) {
     benchmark::RegisterBenchmark((std::string("BM_ReferenceForwardStep/") + id).c_str(),
                                  [id](benchmark::State& s) { BM_ReferenceForwardStep(s, id); })
         ->Unit(benchmark::kMicrosecond);

@@ -203,11 +203,12 @@ void BM_RefitStream(benchmark::State& state) {
 }
 BENCHMARK(BM_RefitStream)
     ->ArgNames({"mib_per_rank", "ranks", "threads", "parallel"})
+    // 1 GiB per rank is enough for a GB/s per rank; larger images only lengthen CI's short run past its limit.
     ->Args({1024, 1, 2, 0})
     ->Args({1024, 1, 2, 1})
-    ->Args({4096, 1, 16, 0})
-    ->Args({4096, 1, 16, 1})
-    ->Args({2048, 2, 16, 1})
+    ->Args({1024, 1, 16, 0})
+    ->Args({1024, 1, 16, 1})
+    ->Args({512, 2, 16, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -11,7 +11,8 @@
 //    "tensors": [{"name", "dtype": safetensors spelling, "shape": [int], "file", "offset": absolute data offset in
 //                 the file, "bytes", "sha256": hex of the stored bytes, "decode": kind applied by --values ("none"
 //                 when the bytes are opaque), "decode_source": "auto" | "request",
-//                 with --values and decode != none: "values_count", "values": [...] }]}
+//                 in a DELTA publication "payload": "zstd <encoding> delta payload (compressed; base version B)"
+//                 (decoded only on request), with --values and decode != none: "values_count", "values": [...] }]}
 // Values are exact: a float kind's values are JSON numbers that read as binary64 give the decoded value bit for bit
 // (NaN and infinities are the strings "nan", "inf", "-inf"); int values are JSON integers. e2m1 gives 2 * numel
 // values (low nibble first).
@@ -68,6 +69,7 @@ void print_table(const Inspection& inspection) {
   for (const InspectedTensor& t : inspection.tensors) {
     std::cout << fmt::format("  {:<{}} {:<8} {:<18} {:<32} {:>12}  {}\n", t.spec.name, name_width,
                              dtype_name(t.spec.dtype), shape_string(t.spec.shape), t.file, t.bytes, t.sha256);
+    if (!t.payload.empty() && !t.values) std::cout << fmt::format("    {}\n", t.payload);
     if (t.values) {
       std::cout << fmt::format("    {}{} ({} values): [{}]\n", decode_kind_name(t.decode),
                                t.requested ? " (requested)" : "", decoded_count(*t.values), values_preview(*t.values));

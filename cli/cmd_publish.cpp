@@ -93,7 +93,9 @@ std::vector<PublicationStats> publish_synthetic(const std::filesystem::path& pro
   const std::string versions = args.versions.value_or("0..3");
   const auto dots = versions.find("..");
   if (dots == std::string::npos) {
-    options.first_version = options.last_version = parse_u32(versions, "N");
+    // "N" means what a matrix's publish_versions N means: FULL v0 and DELTA v1..vN. One version alone is "N..N".
+    options.first_version = 0;
+    options.last_version = parse_u32(versions, "N");
   } else {
     options.first_version = parse_u32(std::string_view(versions).substr(0, dots), "A of A..B");
     options.last_version = parse_u32(std::string_view(versions).substr(dots + 2), "B of A..B");

@@ -2,6 +2,7 @@
 // The wsbench subcommands. Each returns the process exit code; errors throw wsb::Error (printed by main).
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,15 +11,18 @@
 
 namespace wsb {
 
-/// `wsbench models`: every profile with canonical bytes and per-rank runtime bytes at `tp`.
-int cmd_models(const std::filesystem::path& profiles_dir, int tp);
+/// `wsbench models`: every profile with canonical bytes and per-rank runtime bytes at `tp`, on `out`. A profile file
+/// that cannot be read (bad JSON, a bad field, an id other than its file name) is named with its error on `err` and
+/// left out while the others are listed; then 2 is returned (bad input), else 0. Throws Error(Missing) when the
+/// folder does not exist.
+int cmd_models(const std::filesystem::path& profiles_dir, int tp, std::ostream& out, std::ostream& err);
 
 struct PublishArgs {
   std::string model;
   /// --from-checkpoints DIR0 DIR1 ...: publish real consecutive checkpoints instead of a synthetic model
   std::vector<std::filesystem::path> from_checkpoints;
   std::filesystem::path store;
-  std::optional<std::string> versions;  ///< "A..B" or "N"; absent: 0..3
+  std::optional<std::string> versions;  ///< "A..B", or "N" = "0..N" (as a matrix's publish_versions N); absent: 0..3
   std::optional<uint64_t> seed;         ///< absent: 0
   std::string encoding = "xor";         ///< xor | overwrite | auto (--from-checkpoints only)
   std::optional<double> density;

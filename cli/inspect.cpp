@@ -289,6 +289,14 @@ Inspection inspect_checkpoint(const fs::path& path, const InspectOptions& option
   std::map<std::string, DecodeKind, std::less<>> requested;
   for (const DecodeRequest& r : options.decode) requested[r.tensor] = r.kind;  // the later request wins
 
+  // A DELTA publication holds compressed payloads (1-D U8, zstd frames): not values, whatever the tensor's name.
+  std::string payload;
+  if (auto enc = out.index_metadata.find("delta_encoding"); enc != out.index_metadata.end()) {
+    auto base = out.index_metadata.find("base_version");
+    payload = fmt::format("zstd {} delta payload (compressed; base version {})", enc->second,
+                          base == out.index_metadata.end() ? std::string("unknown") : base->second);
+  }
+
   std::set<std::string, std::less<>> seen;
   for (const auto& [name, file] : files) {
     out.files.push_back(InspectedFile{name, fs::file_size(file->path()), file->data_start(), file->entries().size(),
@@ -303,7 +311,8 @@ Inspection inspect_checkpoint(const fs::path& path, const InspectOptions& option
       t.sha256 = sha256_hex(data);
       auto req = requested.find(entry.name);
       t.requested = req != requested.end();
-      t.decode = t.requested ? req->second : auto_decode_kind(t.spec);
+      t.payload = payload;
+      t.decode = t.requested ? req->second : (payload.empty() ? auto_decode_kind(t.spec) : DecodeKind::None);
       if (t.requested && !decode_fits(t.decode, entry.dtype)) {
         throw Error(ErrorKind::Mismatch,
                     fmt::format("--decode {}={}: tensor '{}' is {} {} in {}, which {} cannot read", entry.name,
@@ -347,6 +356,7 @@ nlohmann::json inspection_json(const Inspection& inspection) {
               {"sha256", t.sha256},
               {"decode", decode_kind_name(t.decode)},
               {"decode_source", t.requested ? "request" : "auto"}};
+    if (!t.payload.empty()) j["payload"] = t.payload;
     if (t.values) {
       j["values_count"] = decoded_count(*t.values);
       json values = json::array();

@@ -88,6 +88,9 @@ struct InspectedTensor {
   DecodeKind decode = DecodeKind::None;  ///< what --values applies (auto or requested)
   bool requested = false;    ///< decode came from a --decode request
   std::optional<DecodedValues> values;   ///< with InspectOptions::values and decode != None
+  /// In a DELTA publication (index metadata delta_encoding; DESIGN "Publication format"): "zstd <encoding> delta
+  /// payload (compressed; base version <base_version>)", and decode is None unless requested; else "".
+  std::string payload;
 };
 
 /// One safetensors file of the checkpoint.

@@ -178,8 +178,8 @@ void validate_values(const MatrixCell& cell, const std::map<std::string, Launche
   if (cell.publish_versions < 1 || cell.publish_versions > 100) {
     fail(where, fmt::format("field 'publish_versions' must be 1..100, got {}", cell.publish_versions));
   }
-  if (cell.density && (*cell.density <= 0 || *cell.density > 1)) {
-    fail(where, "field 'density' must be in (0, 1]: a zero density publishes identity deltas");
+  if (cell.density && !(*cell.density >= 0 && *cell.density <= 1)) {
+    fail(where, fmt::format("field 'density' must be in [0, 1] (0: identity deltas), got {}", *cell.density));
   }
   if (cell.layers && *cell.layers < 1) fail(where, "field 'layers' must be >= 1");
   if (cell.experts && *cell.experts < 1) fail(where, "field 'experts' must be >= 1");

@@ -147,7 +147,12 @@ Check check_fresh_engines_agree(const std::string& fp0, const std::string& previ
                     fmt::format("v0 fingerprint {} vs previous trial {}", fp0, previous));
 }
 
-Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, uint32_t from) {
+Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, uint32_t from,
+                                       bool identity) {
+  if (identity) {
+    return make_check(check_names::kIdentityKeepsFingerprint, fp0 == target_fp,
+                      fmt::format("identity update (density 0): v{} {} vs target {}", from, fp0, target_fp));
+  }
   return make_check(check_names::kUpdateChangesFingerprint, fp0 != target_fp,
                     fmt::format("v{} {} vs target {}", from, fp0, target_fp));
 }

@@ -83,8 +83,10 @@ ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWin
 /// fresh_engines_agree: this trial's v0 fingerprint equals the previous trial's.
 Check check_fresh_engines_agree(const std::string& fp0, const std::string& previous);
 /// update_changes_fingerprint: `from` (v0 by default) and the target answer the probe differently (else the probes
-/// prove nothing).
-Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, uint32_t from = 0);
+/// prove nothing). With `identity` (the cell publishes density-0 deltas, which change no value) it is
+/// identity_keeps_fingerprint instead: both answer the probe the same.
+Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, uint32_t from = 0,
+                                       bool identity = false);
 /// update_succeeds: prepare and commit returned (`error` is what they threw, empty if nothing).
 Check check_update_succeeds(const std::string& error);
 /// probes_exact: no response failed or was wrong (tally_probes).

@@ -67,6 +67,25 @@ void load_base(const ModelProfile& profile, const PublishOptions& options, const
                const Publication& base, const TensorSpec& tensor, std::span<uint8_t> out) {
   initial.at_version(tensor, base.version(), options.density, out);
   std::string actual = xxh3_128_hex(out);
+  if (base.contains(tensor.name) && base.expected_checksum(tensor.name) != actual && base.version() > 0) {
+    // Version 0 does not depend on the density: when it is this model and seed, the density is what differs.
+    std::vector<uint8_t> v0(tensor.bytes());
+    synthesize_initial(profile, tensor, options.seed, v0);
+    const Store store(options.store);
+    if (store.has(0)) {
+      const Publication full(store, 0);
+      if (full.contains(tensor.name) && full.expected_checksum(tensor.name) == xxh3_128_hex(v0)) {
+        throw Error(ErrorKind::Mismatch,
+                    fmt::format("cannot append to {}: density differs: published version {} was not made with {} "
+                                "(tensor '{}'), while version 000000 is the synthetic model '{}' with seed {}: append "
+                                "with the density the store was published with",
+                                options.store.string(), version_string(base.version()),
+                                options.density ? fmt::format("density {}", *options.density)
+                                                : std::string("the default densities"),
+                                tensor.name, profile.id, options.seed));
+      }
+    }
+  }
   if (!base.contains(tensor.name) || base.expected_checksum(tensor.name) != actual) {
     const std::string model =
         initial.real() ? fmt::format("checkpoint {} perturbed", options.initial_checkpoint.string())

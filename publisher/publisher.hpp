@@ -98,8 +98,9 @@ std::string selection_group(std::string_view tensor_name);
 /// uniform draws u in [0, 1) of a counter-based hash of (profile id without its "@scale" suffix, seed, tensor
 /// name, element index), by quant_role:
 /// - unquantized BF16/F16/F32: "*norm.weight" 1 + U(-0.05, 0.05); "*embed_tokens*" U(-0.5, 0.5); other tensors
-///   of rank >= 2 U(-1/sqrt(in), 1/sqrt(in)) with in = last dimension; remaining 1-D/scalar tensors
-///   U(-0.02, 0.02).
+///   of rank >= 2 U(-1/sqrt(in), 1/sqrt(in)) with in = last dimension, except gpt-oss's stacked BF16
+///   "*.experts.gate_up_proj" / "*.experts.down_proj" [E, in, out], whose in is dimension 1; remaining 1-D/scalar
+///   tensors U(-0.02, 0.02).
 /// - FP8 (F8_E4M3 weight): E4M3 RNE of U(-448, 448), the full finite range; F32 weight_scale [out, 1] (and
 ///   weight_scale_inv) U(0.75, 1.25) / (448 sqrt(hidden)), the profile's hidden size standing in for the fan-in
 ///   that an [out, 1] scale does not show; dequantized weights are then about U(-1/sqrt(hidden), ..).

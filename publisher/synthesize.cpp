@@ -67,6 +67,11 @@ InitRange init_range(const TensorSpec& tensor) {
   std::string_view name = tensor.name;
   if (name.ends_with("norm.weight")) return {1.0f, 0.05f};
   if (name.find("embed_tokens") != std::string_view::npos) return {0.0f, 0.5f};
+  // gpt-oss BF16 stacked experts are [E, in, out] (transformers GptOssExperts: x @ W), so the fan-in is dim 1.
+  if (tensor.shape.size() == 3 && tensor.shape[1] > 0 &&
+      (name.ends_with(".experts.gate_up_proj") || name.ends_with(".experts.down_proj"))) {
+    return {0.0f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(tensor.shape[1])))};
+  }
   if (tensor.shape.size() >= 2 && tensor.shape.back() > 0) {
     return {0.0f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(tensor.shape.back())))};
   }

@@ -53,6 +53,8 @@ Table checks_table(std::span<const Cell> cells) {
   std::vector<ConfigKey> keys;
   for (const Cell& c : cells) keys.push_back(config_key(c));
   const std::vector<std::string> labels = model_labels(keys);
+  const bool ids = cells_need_ids(cells);
+  if (ids) t.columns.insert(t.columns.begin() + 3, Column{"Cell", MetricKind::Text});
   for (size_t i = 0; i < cells.size(); ++i) {
     const Cell& c = cells[i];
     std::vector<Tally> named(names.size());
@@ -68,6 +70,7 @@ Table checks_table(std::span<const Cell> cells) {
       }
     }
     std::vector<Value> row = {labels[i], c.mode_label(), c.runtime, static_cast<double>(c.trials.size())};
+    if (ids) row.insert(row.begin() + 3, c.id);
     for (const Tally& n : named) row.push_back(n.text(false));
     row.push_back(other.text(true));
     // What the equality with a fresh native load compared (runtime storages, or an engine server's own checksum

@@ -20,7 +20,8 @@ namespace wsb {
 /// The check names with their own column, in column order.
 const std::vector<std::string>& checks_table_names();
 
-/// Rows in cell order; Model gets " tp<N>" only where needed (model_labels).
+/// Rows in cell order; Model gets " tp<N>" only where needed (model_labels); a "Cell" column (the id) follows
+/// Runtime when two cells share configuration and host (cells_need_ids).
 Table checks_table(std::span<const Cell> cells);
 
 }  // namespace wsb

@@ -22,4 +22,12 @@ std::vector<std::string> model_labels(std::span<const ConfigKey> keys) {
   return out;
 }
 
+bool cells_need_ids(std::span<const Cell> cells) {
+  std::set<std::pair<ConfigKey, std::string>> seen;
+  for (const Cell& c : cells) {
+    if (!seen.insert({config_key(c), c.host}).second) return true;
+  }
+  return false;
+}
+
 }  // namespace wsb

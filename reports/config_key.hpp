@@ -27,4 +27,9 @@ ConfigKey config_key(const Cell& cell);
 /// without widening every table by a TP column.
 std::vector<std::string> model_labels(std::span<const ConfigKey> keys);
 
+/// True when two of `cells` have the same configuration and host: cells that differ only in a workload field
+/// (encoding, target, density, bucket size, checkpoint, ...) whose per-cell rows would print alike, so the tables
+/// add a "Cell" column with each cell's id.
+bool cells_need_ids(std::span<const Cell> cells);
+
 }  // namespace wsb

@@ -56,6 +56,8 @@ Table memory_table(std::span<const Cell> cells) {
   std::vector<ConfigKey> keys;
   for (const Cell& c : cells) keys.push_back(config_key(c));
   const std::vector<std::string> labels = model_labels(keys);
+  const bool ids = cells_need_ids(cells);
+  if (ids) t.columns.insert(t.columns.begin() + 3, Column{"Cell", MetricKind::Text});
   static constexpr std::string_view kWindows[] = {"prepare_peak", "commit_peak"};
   for (size_t i = 0; i < cells.size(); ++i) {
     const Cell& c = cells[i];
@@ -84,6 +86,7 @@ Table memory_table(std::span<const Cell> cells) {
     t.rows.push_back({labels[i], c.mode_label(), c.runtime, static_cast<double>(c.trials.size()), rss.result(),
                       prep.result(), commit.result(), cgroup.result(), avail.result(), cached.result(),
                       device.result(), mode.result()});
+    if (ids) t.rows.back().insert(t.rows.back().begin() + 3, c.id);
   }
   return t;
 }

@@ -23,7 +23,8 @@ namespace wsb {
 /// The number at obj[a] (or obj[a][b] when `b` is given); nullopt when absent or not a number.
 std::optional<double> memory_number(const nlohmann::json& obj, std::string_view a, std::string_view b = {});
 
-/// Rows in cell order; Model gets " tp<N>" only where needed (model_labels).
+/// Rows in cell order; Model gets " tp<N>" only where needed (model_labels); a "Cell" column (the id) follows
+/// Runtime when two cells share configuration and host (cells_need_ids).
 Table memory_table(std::span<const Cell> cells);
 
 }  // namespace wsb

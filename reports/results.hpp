@@ -22,6 +22,8 @@ inline constexpr int kResultsSchemaVersion = 1;
 namespace check_names {
 inline constexpr const char* kFreshEnginesAgree = "fresh_engines_agree";
 inline constexpr const char* kUpdateChangesFingerprint = "update_changes_fingerprint";
+/// In its place for identity updates (density 0): the target answers the probe exactly as v0.
+inline constexpr const char* kIdentityKeepsFingerprint = "identity_keeps_fingerprint";
 inline constexpr const char* kUpdateSucceeds = "update_succeeds";
 inline constexpr const char* kProbesExact = "probes_exact";
 inline constexpr const char* kGenerationDuringPrepare = "generation_during_prepare";

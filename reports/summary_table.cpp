@@ -32,6 +32,8 @@ Table summary_table(std::span<const Cell> cells) {
     keys.push_back(config_key(c));
     several_hosts = several_hosts || c.host != cells.front().host;
   }
+  const bool ids = cells_need_ids(cells);
+  if (ids) t.columns.insert(t.columns.begin() + 3, Column{"Cell", MetricKind::Text});
   if (several_hosts) t.columns.insert(t.columns.begin() + 3, Column{"Host", MetricKind::Text});
   const std::vector<std::string> labels = model_labels(keys);
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -40,6 +42,7 @@ Table summary_table(std::span<const Cell> cells) {
                               range_of(c, time_keys::kPause), range_of(c, time_keys::kPauseBound),
                               range_of(c, time_keys::kMaxStall), range_of(c, time_keys::kEnvelope),
                               verdict_text(cell_verdict(c))};
+    if (ids) row.insert(row.begin() + 3, c.id);
     if (several_hosts) row.insert(row.begin() + 3, c.host);
     t.rows.push_back(std::move(row));
   }

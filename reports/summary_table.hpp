@@ -10,7 +10,8 @@
 namespace wsb {
 
 /// One row per cell in the given order. When the cells come from more than one host a "Host" column follows
-/// Runtime (otherwise rows of different hosts could not be told apart). n = trials recorded; ranges over the trials having the key ("n/a" when
+/// Runtime (otherwise rows of different hosts could not be told apart), and a "Cell" column with the cell id follows
+/// (after Host) when two cells share configuration and host (cells_need_ids). n = trials recorded; ranges over the trials having the key ("n/a" when
 /// none); Checks = verdict_text(cell_verdict(cell)). Model gets " tp<N>" only where needed (model_labels).
 Table summary_table(std::span<const Cell> cells);
 

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
                       "DIR0 DIR1 [DIR2 ...]: Hugging Face checkpoint directories a trainer saved in order; FULL v0 from "
                       "DIR0, one DELTA per following directory (instead of --model)");
   publish->add_option("--store", publish_args.store, "store directory")->required();
-  publish->add_option("--versions", publish_args.versions, "A..B (0 = FULL, later = DELTA; default 0..3)");
+  publish->add_option("--versions", publish_args.versions, "N: FULL v0 and DELTA v1..vN (as a matrix's publish_versions N); A..B: versions A to B (0 = "
+                      "FULL, later = DELTA; A > 0 appends to the store); default 0..3");
   publish->add_option("--seed", publish_args.seed, "seed (default 0)");
   publish->add_option("--encoding", publish_args.encoding,
                       "xor | overwrite | auto (--from-checkpoints only: per publication, the encoding whose payloads "
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (profiles.empty()) profiles = wsb::default_profiles_dir();
-    if (*models) return wsb::cmd_models(profiles, models_tp);
+    if (*models) return wsb::cmd_models(profiles, models_tp, std::cout, std::cerr);
     if (*publish) return wsb::cmd_publish(profiles, publish_args);
     if (*run) return wsb::cmd_run(profiles, run_args);
     if (*cell) return wsb::cmd_cell(cell_matrix, cell_id, cell_out, cell_workdir, profiles, keep);

@@ -1,5 +1,5 @@
 // gpt_oss device forward: models/forward/gpt_oss_forward.cpp on CUDA devices (GQA with biases, sinks and alternating
-// sliding windows; softmax-routed MXFP4 experts with biases and the clamped SwiGLU).
+// sliding windows; softmax-routed MXFP4 or BF16 experts with biases and the clamped SwiGLU).
 #ifdef WSBENCH_HAVE_CUDA
 #include <algorithm>
 
@@ -52,14 +52,14 @@ class GptOssDeviceForward final : public MoeDeviceForwardBase {
 GptOssDeviceForward::GptOssDeviceForward(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                          const std::vector<DeviceRankView>& views,
                                          const DeviceForwardOptions& options)
-    // transformers GptOssRotaryEmbedding without YaRN (moe_forward.hpp): inv_freq over head_dim.
-    : MoeDeviceForwardBase(p, layouts, views, options, gpt_oss_attention(p.dims).rotary_dim) {
+    // transformers GptOssRotaryEmbedding: YaRN inv_freq over head_dim (the attention factor rides in attn_).
+    : MoeDeviceForwardBase(p, layouts, views, options, gpt_oss_rope(p.dims).inv_freq) {
   const ModelDims& d = dims_;
   const int tp = this->tp();
   attn_ = DeviceGqaParams{gpt_oss_attention(d), type_};
   for (int r = 0; r < tp; ++r) {
     need_gqa(sizes(), attn_, llama_rank_heads(d, tp, r));
-    const RankSlice im = gpt_oss_intermediate_slice(d, tp, r);
+    const RankSlice im = gpt_oss_expert_slice(p, tp, r);
     inter_.push_back(im);
     need_routed_experts(sizes(), d.top_k, im.length);
     std::vector<Layer> layers;

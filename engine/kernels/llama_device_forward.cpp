@@ -95,7 +95,7 @@ void LlamaDeviceForward::attention(int r, int layer, const TpSlot& tp, const Ran
   rms_norm(x, w.input_norm, type_, dims_.hidden, eps_, s.h, st);
   matvec(w.qkv, type_, q_rows + 2 * kv_rows, dims_.hidden, s.h, s.qkv, st);
   // q heads and k heads are consecutive head_dim-wide vectors: one launch rotates both.
-  rope(s.qkv, heads.q_heads + heads.kv_heads, hd, hd, inv_freq(r), tp.position(r), st);
+  rope(s.qkv, heads.q_heads + heads.kv_heads, hd, hd, inv_freq(r), tp.position(r), 1.0f, st);
   float* k_cache = s.k[static_cast<size_t>(layer)];
   float* v_cache = s.v[static_cast<size_t>(layer)];
   store_kv(s.qkv + q_rows, s.qkv + q_rows + kv_rows, kv_rows, tp.position(r), k_cache, v_cache, st);

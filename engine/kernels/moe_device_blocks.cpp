@@ -61,7 +61,7 @@ void gqa_attention(const DeviceGqaParams& p, const DeviceGqaRank& w, const MoeRa
   launch_linear_matvec(w.qkv, nullptr, 1, s.h, 0, qkv, stream);
   if (w.qkv_bias != nullptr) add_bias(qkv, w.qkv_bias, p.type, q_rows + 2 * kv_rows, stream);
   // q heads and k heads are consecutive head_dim-wide vectors: one launch rotates both.
-  rope(qkv, h.q_heads + h.kv_heads, hd, p.rotary_dim, inv_freq, position, stream);
+  rope(qkv, h.q_heads + h.kv_heads, hd, p.rotary_dim, inv_freq, position, p.rope_scale, stream);
   float* k_cache = s.k[static_cast<size_t>(layer)];
   float* v_cache = s.v[static_cast<size_t>(layer)];
   store_kv(qkv + q_rows, qkv + q_rows + kv_rows, kv_rows, position, k_cache, v_cache, stream);

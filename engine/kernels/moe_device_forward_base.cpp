@@ -12,6 +12,11 @@ namespace wsb::dk {
 MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                            const std::vector<DeviceRankView>& views,
                                            const DeviceForwardOptions& options, int rotary_dim)
+    : MoeDeviceForwardBase(p, layouts, views, options, rope_inv_freq(p.dims.rope_theta, rotary_dim)) {}
+
+MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
+                                           const std::vector<DeviceRankView>& views,
+                                           const DeviceForwardOptions& options, const std::vector<float>& inv_freq)
     : DeviceForwardBase(p, layouts, views, options) {
   for (int r = 0; r < tp(); ++r) {
     const VocabEnds e = bind_vocab_ends(p, rank_storages(), r);
@@ -19,7 +24,7 @@ MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vec
     norm_.push_back(e.norm.data);
     lm_head_.push_back(e.lm_head.data);
   }
-  upload_inv_freq(rope_inv_freq(dims_.rope_theta, rotary_dim));
+  upload_inv_freq(inv_freq);
 }
 
 std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_buffers(int slot) const {

@@ -55,6 +55,10 @@ class MoeDeviceForwardBase : public DeviceForwardBase {
   /// uploaded to every device (inv_freq(rank), rotary_dim / 2 floats).
   MoeDeviceForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                        const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options, int rotary_dim);
+  /// The same with the inverse frequencies given (gpt_oss's YaRN frequencies, gpt_oss_rope).
+  MoeDeviceForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
+                       const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options,
+                       const std::vector<float>& inv_freq);
 
   /// Grows the buffer sizes of slots created later (call from the family constructor only).
   MoeBufferSizes& sizes() { return sizes_; }

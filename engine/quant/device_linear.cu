@@ -52,10 +52,11 @@ __global__ void __launch_bounds__(kRowsPerBlock* kWarp)
   if (lane == 0) out[n] = F == DeviceLinearFormat::Nvfp4 ? v * l.alpha[e] : v;
 }
 
-/// Fp8Channel: thread (tx, s) of block (bx, slot) sums k-slice s of row bx * kFp8RowsPerBlock + tx; the slices are
-/// added in order 0..kFp8Slices-1, then scaled by the channel scale.
+/// Fp8Channel and DenseKMajor: thread (tx, s) of block (bx, slot) sums k-slice s of row bx * kFp8RowsPerBlock + tx;
+/// the slices are added in order 0..kFp8Slices-1, then (Fp8) scaled by the channel scale.
+template <DeviceLinearFormat F>
 __global__ void __launch_bounds__(kFp8RowsPerBlock* kFp8Slices)
-    fp8_channel_kernel(DeviceLinear l, const int32_t* ids, const float* x, int64_t x_stride, float* y) {
+    kmajor_kernel(DeviceLinear l, const int32_t* ids, const float* x, int64_t x_stride, float* y) {
   __shared__ float partial[kFp8Slices][kFp8RowsPerBlock];
   const int slot = static_cast<int>(blockIdx.y);
   const int tx = static_cast<int>(threadIdx.x), s = static_cast<int>(threadIdx.y);
@@ -66,12 +67,17 @@ __global__ void __launch_bounds__(kFp8RowsPerBlock* kFp8Slices)
     if (s == 0 && n < l.rows) out[n] = bad_expert_value();
     return;
   }
-  partial[s][tx] = n < l.rows ? fp8_slice_partial(l, e, n, s, x + static_cast<int64_t>(slot) * x_stride) : 0.0f;
+  const float* xs = x + static_cast<int64_t>(slot) * x_stride;
+  if constexpr (F == DeviceLinearFormat::Fp8Channel) {
+    partial[s][tx] = n < l.rows ? fp8_slice_partial(l, e, n, s, xs) : 0.0f;
+  } else {
+    partial[s][tx] = n < l.rows ? dense_kmajor_slice_partial(l, e, n, s, xs) : 0.0f;
+  }
   __syncthreads();
   if (s == 0 && n < l.rows) {
     float sum = partial[0][tx];
     for (int i = 1; i < kFp8Slices; ++i) sum += partial[i][tx];
-    out[n] = sum * fp8_channel_scale(l, e, n);
+    out[n] = F == DeviceLinearFormat::Fp8Channel ? sum * fp8_channel_scale(l, e, n) : sum;
   }
 }
 
@@ -93,6 +99,7 @@ void validate(const DeviceLinear& l, int k, const float* x, int64_t x_stride, co
     fail("x_stride " + std::to_string(x_stride) + " is neither 0 (shared input) nor >= cols");
   switch (l.format) {
     case DeviceLinearFormat::Dense:
+    case DeviceLinearFormat::DenseKMajor:
       if (l.dense_dtype != DeviceDenseDtype::BF16 && l.dense_dtype != DeviceDenseDtype::F16 &&
           l.dense_dtype != DeviceDenseDtype::F32)
         fail("dense_dtype " + std::to_string(static_cast<int>(l.dense_dtype)) + " is not BF16, F16 or F32");
@@ -144,7 +151,14 @@ void launch_linear_matvec(const DeviceLinear& l, const int32_t* expert_ids, int 
   switch (l.format) {
     case DeviceLinearFormat::Fp8Channel: {
       const dim3 grid(static_cast<unsigned>(ceil_div(l.rows, kFp8RowsPerBlock)), slots);
-      fp8_channel_kernel<<<grid, dim3(kFp8RowsPerBlock, kFp8Slices), 0, stream>>>(l, expert_ids, x, x_stride, y);
+      kmajor_kernel<DeviceLinearFormat::Fp8Channel>
+          <<<grid, dim3(kFp8RowsPerBlock, kFp8Slices), 0, stream>>>(l, expert_ids, x, x_stride, y);
+      break;
+    }
+    case DeviceLinearFormat::DenseKMajor: {
+      const dim3 grid(static_cast<unsigned>(ceil_div(l.rows, kFp8RowsPerBlock)), slots);
+      kmajor_kernel<DeviceLinearFormat::DenseKMajor>
+          <<<grid, dim3(kFp8RowsPerBlock, kFp8Slices), 0, stream>>>(l, expert_ids, x, x_stride, y);
       break;
     }
     case DeviceLinearFormat::Dense: {

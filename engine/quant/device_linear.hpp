@@ -12,9 +12,10 @@
 //     same value. Per block: part = sum over its k in ascending order of value(code) * x[k] (Nvfp4: * xs[k] with
 //     xs[k] = x[k] * (1 / input_scale[e]), computed per element as the CPU does), then the lane sum gains
 //     part * scale(block). Epilogue: Nvfp4 multiplies by alpha[e].
-//   Fp8Channel (weight stored K-major, N contiguous): one thread per output row and 8 k-slices per row; slice s
-//     sums k = s, s + 8, s + 16, ... in ascending order; the slices are added in order 0..7, then multiplied by the
-//     channel scale. A warp reads 32 consecutive bytes of one k row, which is what the K-major layout allows.
+//   Fp8Channel and DenseKMajor (weight stored K-major, N contiguous): one thread per output row and 8 k-slices per
+//     row; slice s sums k = s, s + 8, s + 16, ... in ascending order; the slices are added in order 0..7, then (Fp8)
+//     multiplied by the channel scale. A warp reads 32 consecutive elements of one k row, which is what the K-major
+//     layout allows.
 // The results agree with the CPU linear_matvec to float rounding (different summation order), and are bitwise
 // equal to the host emulation in engine/quant/matvec_math.hpp (tests/engine/quant check both).
 #include <cstdint>
@@ -27,7 +28,7 @@ typedef struct CUstream_st* cudaStream_t;
 namespace wsb {
 
 /// Storage format of a DeviceLinear (mirrors wsb::LinearFormat of models/forward/quant_linear.hpp).
-enum class DeviceLinearFormat : int32_t { Dense = 0, Fp8Channel = 1, Nvfp4 = 2, Mxfp4 = 3 };
+enum class DeviceLinearFormat : int32_t { Dense = 0, Fp8Channel = 1, Nvfp4 = 2, Mxfp4 = 3, DenseKMajor = 4 };
 
 /// Element type of a Dense weight.
 enum class DeviceDenseDtype : int32_t { BF16 = 0, F16 = 1, F32 = 2 };
@@ -36,6 +37,8 @@ enum class DeviceDenseDtype : int32_t { BF16 = 0, F16 = 1, F32 = 2 };
 /// are device addresses of whole runtime storages; `rows`/`cols` are the logical output/input sizes (padding is
 /// never read). Per format (shapes as the runtime storage specs declare them, models/transform/*.hpp):
 ///   Dense:      weight [E, rows, cols] (or [rows, cols], E = 1) of dense_dtype, row-major.
+///   DenseKMajor: weight [E, cols, rows] (or [cols, rows]) of dense_dtype, row-major: element (e, n, k) at
+///               (e * cols + k) * rows + n (gpt_oss BF16 experts, models/layout/moe_layout.hpp).
 ///   Fp8Channel: weight F8_E4M3 [E, Kp, Np], element (e, n, k) at byte (e * Kp + k) * Np + n; scale F32 [E, Np].
 ///               weight_rows_padded = Np, weight_cols_padded = Kp, scale_rows_padded = Np.
 ///   Nvfp4:      weight U8 [E, rows, cols / 2] (low nibble = even k); scale F8_E4M3 [E, Mp, Kp] in the 128x4 tile
@@ -47,7 +50,7 @@ enum class DeviceDenseDtype : int32_t { BF16 = 0, F16 = 1, F32 = 2 };
 /// Float storages (Fp8 scale, alpha, input_scale) must be 4-byte aligned.
 struct DeviceLinear {
   DeviceLinearFormat format = DeviceLinearFormat::Dense;
-  DeviceDenseDtype dense_dtype = DeviceDenseDtype::BF16;  ///< Dense only
+  DeviceDenseDtype dense_dtype = DeviceDenseDtype::BF16;  ///< Dense and DenseKMajor only
   const uint8_t* weight = nullptr;
   const uint8_t* scale = nullptr;        ///< Fp8: F32 channel scale; Nvfp4: E4M3 block scale; Mxfp4: E8M0
   const float* alpha = nullptr;          ///< Nvfp4: F32 [E] input_scale * weight_scale_2
@@ -56,13 +59,14 @@ struct DeviceLinear {
   int64_t cols = 0;
   int64_t experts = 1;
   int64_t k_phase = 0;                   ///< Nvfp4 only, in [0, 16)
-  int64_t weight_rows_padded = 0;        ///< Fp8: Np; Mxfp4: Np; Dense/Nvfp4: rows
-  int64_t weight_cols_padded = 0;        ///< Fp8: Kp; Mxfp4: Kb (32-blocks); Dense/Nvfp4: cols
+  int64_t weight_rows_padded = 0;        ///< Fp8: Np; Mxfp4: Np; Dense/DenseKMajor/Nvfp4: rows
+  int64_t weight_cols_padded = 0;        ///< Fp8: Kp; Mxfp4: Kb (32-blocks); Dense/DenseKMajor/Nvfp4: cols
   int64_t scale_rows_padded = 0;         ///< Fp8: Np; Nvfp4: Mp; Mxfp4: Mp; Dense: 0
   int64_t scale_cols_padded = 0;         ///< Nvfp4: Kp (16-blocks); Mxfp4: Kp (32-blocks); else 0
 };
 
-/// "dense", "fp8_channel", "nvfp4" or "mxfp4" (error messages, benchmark labels); "unknown" otherwise.
+/// "dense", "fp8_channel", "nvfp4", "mxfp4" or "dense_kmajor" (error messages, benchmark labels); "unknown"
+/// otherwise.
 inline const char* device_linear_format_name(DeviceLinearFormat format) {
   switch (format) {
     case DeviceLinearFormat::Dense:
@@ -73,6 +77,8 @@ inline const char* device_linear_format_name(DeviceLinearFormat format) {
       return "nvfp4";
     case DeviceLinearFormat::Mxfp4:
       return "mxfp4";
+    case DeviceLinearFormat::DenseKMajor:
+      return "dense_kmajor";
   }
   return "unknown";
 }

@@ -47,6 +47,10 @@ DeviceLinear to_device_linear(const QuantLinear& l) {
       d.format = DeviceLinearFormat::Dense;
       d.dense_dtype = dense_dtype(*l.weight.spec);
       break;
+    case LinearFormat::DenseKMajor:  // weight [.., cols, rows]
+      d.format = DeviceLinearFormat::DenseKMajor;
+      d.dense_dtype = dense_dtype(*l.weight.spec);
+      break;
     case LinearFormat::Fp8Channel:  // weight [.., Kp, Np], scale [.., Np]
       d.format = DeviceLinearFormat::Fp8Channel;
       d.weight_cols_padded = w[w.size() - 2];

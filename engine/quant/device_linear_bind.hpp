@@ -1,8 +1,8 @@
 #pragma once
 // C++20 glue between the checked host-side description of a linear layer (models/forward/quant_linear.hpp) and the
 // plain DeviceLinear the device kernels take (engine/quant/device_linear.hpp): the storage checks stay in one place
-// (dense_linear, fp8_linear, nvfp4_linear, mxfp4_linear, which read only the specs), and the padded dims the kernels
-// need come from the runtime storage specs.
+// (dense_linear, dense_kmajor_linear, fp8_linear, nvfp4_linear, mxfp4_linear, which read only the specs), and the
+// padded dims the kernels need come from the runtime storage specs.
 #include "engine/cuda/device_storages.hpp"
 #include "engine/quant/device_linear.hpp"
 #include "models/forward/quant_linear.hpp"

@@ -248,6 +248,18 @@ WSBENCH_HD float fp8_slice_partial(const DeviceLinear& l, int64_t e, int64_t n, 
   return acc;
 }
 
+/// DenseKMajor row n of expert e: slice s's sum over k = s, s + 8, ... of W[e][k][n] * x[k] (weight [E, cols, rows],
+/// the outputs contiguous; the k-slices as fp8_slice_partial, no scale).
+WSBENCH_HD float dense_kmajor_slice_partial(const DeviceLinear& l, int64_t e, int64_t n, int slice, const float* x) {
+  const int64_t esize = dense_element_bytes(l.dense_dtype);
+  const uint8_t* column = l.weight + ((e * l.cols) * l.rows + n) * esize;
+  const int64_t stride = l.rows * esize;  // bytes from k to k + 1
+  float acc = 0.0f;
+  for (int64_t k = slice; k < l.cols; k += kFp8Slices)
+    acc = fused_multiply_add(dense_at(l.dense_dtype, column + k * stride, 0), x[k], acc);
+  return acc;
+}
+
 /// F32 channel scale of (e, n).
 WSBENCH_HD float fp8_channel_scale(const DeviceLinear& l, int64_t e, int64_t n) {
   return load_f32(l.scale + 4 * (e * l.scale_rows_padded + n));

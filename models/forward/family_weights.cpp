@@ -79,11 +79,19 @@ LlamaRankWeights bind_llama_rank(const ModelProfile& p, const RankStorages& s, i
 
 GqaShape glm4_moe_attention(const ModelDims& d) {
   const int rotary = static_cast<int>(d.head_dim * d.partial_rotary_factor);
-  return GqaShape{d.heads, d.kv_heads, d.head_dim, rotary, 0, attention_scale(d.head_dim)};
+  return GqaShape{d.heads, d.kv_heads, d.head_dim, rotary, 0, attention_scale(d.head_dim), 1.0f};
 }
 
 GqaShape gpt_oss_attention(const ModelDims& d) {
-  return GqaShape{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0, attention_scale(d.head_dim)};
+  return GqaShape{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0, attention_scale(d.head_dim),
+                  gpt_oss_rope(d).attention_factor};
+}
+
+YarnRope gpt_oss_rope(const ModelDims& d) {
+  const RopeScaling& s = d.rope_scaling;
+  if (s.factor <= 0.0) return YarnRope{rope_inv_freq(d.rope_theta, d.head_dim), 1.0f};
+  return rope_yarn(d.rope_theta, d.head_dim, s.factor, s.original_max_position, s.beta_fast, s.beta_slow, s.mscale,
+                   s.mscale_all_dim, s.truncate);
 }
 
 SigmoidFamilyWidths sigmoid_family_widths(const ModelDims& d, int tp) {
@@ -176,7 +184,8 @@ std::vector<GptOssLayerWeights> bind_gpt_oss_rank(const ModelProfile& p, const R
   const int64_t h = d.hidden, hd = d.head_dim, e = d.experts;
   const LlamaRankHeads heads = llama_rank_heads(d, s.tp(), r);
   const int64_t q_rows = heads.q_heads * hd, qkv_rows = q_rows + 2 * int64_t{heads.kv_heads} * hd;
-  const RankSlice im = gpt_oss_intermediate_slice(d, s.tp(), r);
+  const RankSlice im = gpt_oss_expert_slice(p, s.tp(), r);
+  const bool mxfp4 = p.quantization == kQuantMxfp4;
   std::vector<GptOssLayerWeights> layers;
   for (int l = 0; l < d.layers; ++l) {
     auto n = [l](std::string_view leaf) { return llama_layer_name(l, leaf); };
@@ -191,11 +200,16 @@ std::vector<GptOssLayerWeights> bind_gpt_oss_rank(const ModelProfile& p, const R
     w.o_bias = s.vec(r, n("self_attn.o_proj.bias"), p.dtype, {h});
     w.router = dense_linear(s.ref(r, n("mlp.router.weight")), e, h);
     w.router_bias = s.vec(r, n("mlp.router.bias"), p.dtype, {e});
-    w.w13 = mxfp4_linear(s.ref(r, n("mlp.experts.w13_weight")), s.ref(r, n("mlp.experts.w13_weight_scale")),
-                         2 * im.length, h);
+    if (mxfp4) {
+      w.w13 = mxfp4_linear(s.ref(r, n("mlp.experts.w13_weight")), s.ref(r, n("mlp.experts.w13_weight_scale")),
+                           2 * im.length, h);
+      w.w2 = mxfp4_linear(s.ref(r, n("mlp.experts.w2_weight")), s.ref(r, n("mlp.experts.w2_weight_scale")), h,
+                          im.length);
+    } else {  // BF16 [E, H, 2 I_r] and [E, I_r, H]: K-major (moe_layout.hpp)
+      w.w13 = dense_kmajor_linear(s.ref(r, n("mlp.experts.w13_weight")), 2 * im.length, h);
+      w.w2 = dense_kmajor_linear(s.ref(r, n("mlp.experts.w2_weight")), h, im.length);
+    }
     w.w13_bias = s.vec(r, n("mlp.experts.w13_bias"), p.dtype, {e, 2 * im.padded});
-    w.w2 = mxfp4_linear(s.ref(r, n("mlp.experts.w2_weight")), s.ref(r, n("mlp.experts.w2_weight_scale")), h,
-                        im.length);
     w.w2_bias = s.vec(r, n("mlp.experts.w2_bias"), p.dtype, {e, h});
     layers.push_back(w);
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/forward/dense_ops.hpp"
 #include "models/forward/quant_linear.hpp"
 #include "models/forward/rank_storages.hpp"
 #include "models/layout/llama_layout.hpp"
@@ -63,14 +64,18 @@ struct GqaShape {
   int rotary_dim = 0;  ///< leading elements of each head that RoPE rotates (rotate_half over rotary_dim)
   int64_t window = 0;  ///< 0 = full causal attention, else keys at positions > pos - window
   float scale = 1.0f;  ///< softmax scale (head_dim^-0.5)
+  float rope_scale = 1.0f;  ///< multiplies RoPE's cos and sin (YaRN's attention factor; 1 for plain RoPE)
 };
 
 /// glm4_moe: partial RoPE over int(head_dim * partial_rotary_factor) dims (transformers Glm4MoeRotaryEmbedding;
 /// moe_dims.cpp checks it is an even integer), scale head_dim^-0.5, no window.
 GqaShape glm4_moe_attention(const ModelDims& dims);
-/// gpt_oss: RoPE over the full head_dim, scale head_dim^-0.5; window 0 here (the sliding layers set it per layer,
-/// gpt_oss_is_sliding).
+/// gpt_oss: RoPE over the full head_dim, scale head_dim^-0.5, rope_scale gpt_oss_rope's attention factor; window 0
+/// here (the sliding layers set it per layer, gpt_oss_is_sliding).
 GqaShape gpt_oss_attention(const ModelDims& dims);
+/// gpt_oss rotary frequencies over head_dim and the factor on cos/sin, as transformers' GptOssRotaryEmbedding
+/// computes them: YaRN (rope_yarn, dense_ops.hpp) when dims.rope_scaling.factor > 0, else plain RoPE with factor 1.
+YarnRope gpt_oss_rope(const ModelDims& dims);
 
 /// One rank's GQA attention weights.
 struct GqaRank {
@@ -141,15 +146,15 @@ struct DeepseekV3LayerWeights {
   SigmoidFamilyMlp mlp;
 };
 
-/// One gpt_oss layer of one rank (BF16 attention with biases and sinks, MXFP4 experts with biases).
+/// One gpt_oss layer of one rank (BF16 attention with biases and sinks, MXFP4 or BF16 K-major experts with biases).
 struct GptOssLayerWeights {
   StorageRef input_norm, post_norm;  ///< [hidden]
   StorageRef o_bias;                 ///< [hidden], row-parallel: added once after the reduction
   GqaRank attn;
   QuantLinear router;                ///< [experts, hidden]
   StorageRef router_bias;            ///< [experts]
-  QuantLinear w13, w2;               ///< interleaved gate/up rows 2 * L_r; down [hidden, L_r]
-  StorageRef w13_bias;               ///< [experts, 2 * Ip_r]
+  QuantLinear w13, w2;               ///< interleaved gate/up rows 2 * L_r; down [hidden, L_r] (gpt_oss_expert_slice)
+  StorageRef w13_bias;               ///< [experts, 2 * Ip_r] (Ip_r == L_r for BF16 experts)
   StorageRef w2_bias;                ///< [experts, hidden]
 };
 

@@ -1,5 +1,5 @@
-// gpt_oss reference forward: GQA with sinks and alternating sliding windows, MXFP4 experts with biases (contract:
-// moe_forward.hpp; storages: models/layout/moe_layout.hpp).
+// gpt_oss reference forward: GQA with sinks and alternating sliding windows, MXFP4 or BF16 experts with biases
+// (contract: moe_forward.hpp; storages: models/layout/moe_layout.hpp).
 #include <algorithm>
 
 #include "models/forward/dense_ops.hpp"
@@ -37,14 +37,14 @@ GptOssForward::GptOssForward(const ModelProfile& p, const std::vector<RankLayout
   const ModelDims& d = dims_;
   const int64_t hd = d.head_dim;
   attn_ = GqaParams{gpt_oss_attention(d), kern_};
-  // transformers GptOssRotaryEmbedding without YaRN (moe_forward.hpp): inv_freq over head_dim; _apply_rotary_emb
-  // rotates the two halves of each head, as apply_rope does.
-  set_inv_freq(rope_inv_freq(d.rope_theta, attn_.rotary_dim));
+  // transformers GptOssRotaryEmbedding: YaRN inv_freq over head_dim, cos/sin times its attention factor;
+  // _apply_rotary_emb rotates the two halves of each head, as apply_rope does.
+  set_inv_freq(gpt_oss_rope(d).inv_freq, attn_.rope_scale);
   need_buffer(d.hidden);
   for (int r = 0; r < tp_; ++r) {
     const LlamaRankHeads heads = llama_rank_heads(d, tp_, r);
     const int64_t qkv_rows = (heads.q_heads + 2 * int64_t{heads.kv_heads}) * hd;
-    const RankSlice im = gpt_oss_intermediate_slice(d, tp_, r);
+    const RankSlice im = gpt_oss_expert_slice(p, tp_, r);
     inter_.push_back(im);
     need_buffer(std::max({qkv_rows, 2 * im.padded, int64_t{d.experts}}));
     ranks_.push_back(bind_gpt_oss_rank(p, rank_storages(), r));

@@ -4,10 +4,9 @@
 // the transformers model named below in float32, reading the weights through the runtime layout at every step.
 //
 // What is deliberately not modelled (the same for every engine version, so fingerprints stay comparable):
-// - YaRN rope_scaling (deepseek_v3 and gpt_oss configs): RoPE is plain with rope_theta, and neither YaRN's
-//   frequency interpolation nor its attention factor (cos/sin scaling, deepseek's mscale^2 on the softmax scale)
-//   is applied, as llama3 rope_scaling is not for llama (forward.hpp). Synthetic weights do not care; real
-//   checkpoints give slightly different logits than transformers.
+// - YaRN rope_scaling of deepseek_v3: RoPE is plain with rope_theta, and neither YaRN's frequency interpolation nor
+//   its attention factor (cos/sin scaling, deepseek's mscale^2 on the softmax scale) is applied, as llama3
+//   rope_scaling is not for llama (forward.hpp). gpt_oss applies YaRN (gpt_oss_rope, family_weights.hpp).
 // - Activation quantization of the FP8 / NVFP4 kernels (activations stay float32; see quant_linear.hpp).
 // - Multi-token-prediction layers (not part of the profiles).
 #include <memory>
@@ -38,13 +37,14 @@ std::unique_ptr<ForwardModel> make_deepseek_v3_forward(const ModelProfile& profi
                                                        const std::vector<RankLayout>& layouts,
                                                        const std::vector<RankStorageView>& storages);
 
-/// gpt_oss (transformers modeling_gpt_oss.py, GptOssForCausalLM) with MXFP4 experts: GQA with q/k/v/o biases,
-/// RoPE rotate_half over the full head_dim, per-head attention sinks in the softmax denominator, sliding window
-/// (keys at positions > pos - sliding_window) on the layers gpt_oss_is_sliding names, scale head_dim^-0.5; router
-/// logits (+bias) -> top_k -> softmax over the chosen logits; experts with biases and the clamped SwiGLU
-/// (gate <= limit, up in [-limit, limit], (up + 1) * gate * sigmoid(1.702 gate)) over interleaved gate/up rows.
-/// Row-parallel biases (o_proj, expert down_proj) are added once after the rank-ordered reduction, from rank 0's
-/// copy and with rank 0's routing weights.
+/// gpt_oss (transformers modeling_gpt_oss.py, GptOssForCausalLM) with MXFP4 experts or BF16 experts (quantization
+/// none, K-major storages read as DenseKMajor): GQA with q/k/v/o biases, RoPE rotate_half over the full head_dim with
+/// YaRN when rope_scaling is set (transformers' _compute_yarn_parameters: interpolated inv_freq, cos/sin times the
+/// attention factor), per-head attention sinks in the softmax denominator, sliding window (keys at positions > pos -
+/// sliding_window) on the layers gpt_oss_is_sliding names, scale head_dim^-0.5; router logits (+bias) -> top_k ->
+/// softmax over the chosen logits; experts with biases and the clamped SwiGLU (gate <= limit, up in [-limit,
+/// limit], (up + 1) * gate * sigmoid(1.702 gate)) over interleaved gate/up rows. Row-parallel biases (o_proj, expert
+/// down_proj) are added once after the rank-ordered reduction, from rank 0's copy and with rank 0's routing weights.
 std::unique_ptr<ForwardModel> make_gpt_oss_forward(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                                                    const std::vector<RankStorageView>& storages);
 

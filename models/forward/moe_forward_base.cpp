@@ -71,7 +71,7 @@ void MoeForwardBase::step(SequenceState& state, int32_t token, std::vector<float
   auto* s = dynamic_cast<MoeSequence*>(&state);
   if (s == nullptr || s->owner != this) mismatch(id_, "sequence state was created by another forward model");
   check_token(id_, token, dims_.vocab);
-  rope_angles(inv_freq_, s->pos, s->cos.data(), s->sin.data());
+  rope_angles(inv_freq_, s->pos, s->cos.data(), s->sin.data(), rope_scale_);
   if (s->scores.size() < static_cast<size_t>(s->pos + 1)) s->scores.resize(static_cast<size_t>(s->pos + 1) * 2);
   const int owner = static_cast<int>(token / vocab_rows_);
   kern_->load_row(ends_[static_cast<size_t>(owner)].embed.data, token - owner * vocab_rows_, dims_.hidden,

@@ -94,8 +94,12 @@ class MoeForwardBase : public ForwardModel {
   }
   /// s.x += s.sum (the residual connection after attention or MLP).
   void add_residual(MoeSequence& s) const;
-  /// Rotary inverse frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each).
-  void set_inv_freq(std::vector<float> inv_freq) { inv_freq_ = std::move(inv_freq); }
+  /// Rotary inverse frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each), both multiplied
+  /// by `scale` (YaRN's attention factor; 1 for plain RoPE).
+  void set_inv_freq(std::vector<float> inv_freq, float scale = 1.0f) {
+    inv_freq_ = std::move(inv_freq);
+    rope_scale_ = scale;
+  }
   /// Grows the a/b/c/d/scratch buffers of new sequences to at least n floats.
   void need_buffer(int64_t n) { buffer_floats_ = std::max(buffer_floats_, n); }
   /// need_buffer(max(rows, cols)) for each of `linears` (an unbound one has 0 rows and cols).
@@ -114,6 +118,7 @@ class MoeForwardBase : public ForwardModel {
   RankStorages storages_;
   std::vector<VocabEnds> ends_;
   std::vector<float> inv_freq_;
+  float rope_scale_ = 1.0f;
   int64_t vocab_rows_ = 0;
   int64_t buffer_floats_ = 0;
   int64_t norm_floats_ = 0;

@@ -75,6 +75,11 @@ void dense_matvec(const QuantLinear& l, int64_t e, const float* x, float* y) {
   l.dense->matvec(l.weight.data + static_cast<uint64_t>(e) * matrix, l.rows, l.cols, x, y);
 }
 
+void dense_kmajor_matvec(const QuantLinear& l, int64_t e, const float* x, float* y) {
+  const uint64_t matrix = static_cast<uint64_t>(l.rows * l.cols) * dtype_size(l.weight.spec->dtype);
+  l.dense->matvec_kmajor(l.weight.data + static_cast<uint64_t>(e) * matrix, l.rows, l.cols, x, y);
+}
+
 void fp8_matvec(const QuantLinear& l, int64_t e, const float* x, float* y) {
   const std::array<float, 256>& e4m3 = e4m3_table();
   const RuntimeStorageSpec& ws = *l.weight.spec;
@@ -132,9 +137,10 @@ void mxfp4_matvec(const QuantLinear& l, int64_t e, const float* x, float* y) {
   }
 }
 
-}  // namespace
-
-QuantLinear dense_linear(StorageRef weight, int64_t rows, int64_t cols) {
+/// A BF16/F16/F32 weight of transform none whose 2-D shape (or trailing dims of a stacked [E, ..] one) is
+/// [outer, inner]; `rows`/`cols` are the logical output/input sizes.
+QuantLinear unquantized_linear(LinearFormat format, StorageRef weight, int64_t rows, int64_t cols, int64_t outer,
+                               int64_t inner) {
   if (weight.spec == nullptr || weight.data == nullptr)
     throw Error(ErrorKind::Mismatch, "reference forward: unbound storage reference");
   const DType dt = weight.spec->dtype;
@@ -142,13 +148,23 @@ QuantLinear dense_linear(StorageRef weight, int64_t rows, int64_t cols) {
     bad(weight, "expected a BF16, F16 or F32 weight");
   expect(weight, dt, kTransformNone);
   const Shape& s = weight.spec->shape;
-  const bool stacked = s.size() == 3 && s[1] == rows && s[2] == cols;
-  if (!stacked && s != Shape{rows, cols})
-    bad(weight, fmt::format("expected [{}, {}] or [E, {}, {}]", rows, cols, rows, cols));
+  const bool stacked = s.size() == 3 && s[1] == outer && s[2] == inner;
+  if (!stacked && s != Shape{outer, inner})
+    bad(weight, fmt::format("expected [{}, {}] or [E, {}, {}]", outer, inner, outer, inner));
   const int64_t experts = stacked ? s[0] : 1;
-  QuantLinear l = linear_of(LinearFormat::Dense, weight, StorageRef{}, rows, cols, experts);
+  QuantLinear l = linear_of(format, weight, StorageRef{}, rows, cols, experts);
   l.dense = &weight_kernels(dt);
   return l;
+}
+
+}  // namespace
+
+QuantLinear dense_linear(StorageRef weight, int64_t rows, int64_t cols) {
+  return unquantized_linear(LinearFormat::Dense, weight, rows, cols, rows, cols);
+}
+
+QuantLinear dense_kmajor_linear(StorageRef weight, int64_t rows, int64_t cols) {
+  return unquantized_linear(LinearFormat::DenseKMajor, weight, rows, cols, cols, rows);
 }
 
 QuantLinear fp8_linear(StorageRef weight, StorageRef scale, int64_t rows, int64_t cols) {
@@ -224,6 +240,8 @@ void linear_matvec(const QuantLinear& l, int64_t expert, const float* x, float* 
   switch (l.format) {
     case LinearFormat::Dense:
       return dense_matvec(l, expert, x, y);
+    case LinearFormat::DenseKMajor:
+      return dense_kmajor_matvec(l, expert, x, y);
     case LinearFormat::Fp8Channel:
       return fp8_matvec(l, expert, x, y);
     case LinearFormat::Nvfp4:

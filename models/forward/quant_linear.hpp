@@ -6,6 +6,8 @@
 //
 // Per format, for output row n of expert e (float32 accumulation, fixed order, no threads):
 //   Dense  (BF16/F16/F32, transform none, [N, K] or [E, N, K]):  y[n] = sum_k W[n][k] x[k] (weight_kernels).
+//   DenseKMajor (BF16/F16/F32, transform none, [K, N] or [E, K, N], the outputs contiguous: gpt_oss BF16 experts
+//          as SGLang's triton_kernels MoE holds them): y[n] = sum_k W[k][n] x[k], summed in k order.
 //   Fp8    (fp8_channel_weight + fp8_channel_scale): y[n] = (sum_k e4m3(W[e,n,k]) x[k]) * scale[e,n]. The per-channel
 //          scale is applied in the epilogue, as the channel-scaled FP8 GEMMs of SGLang/vLLM do; activations stay
 //          float32 (the engines' dynamic per-token FP8 activation quantization is not modelled).
@@ -34,7 +36,7 @@ struct StorageRef {
   const uint8_t* data = nullptr;
 };
 
-enum class LinearFormat { Dense, Fp8Channel, Nvfp4, Mxfp4 };
+enum class LinearFormat { Dense, Fp8Channel, Nvfp4, Mxfp4, DenseKMajor };
 
 /// A linear layer y = W x bound to runtime storages: a 2-D weight, or every expert of a stacked [E, ...] one.
 /// `rows`/`cols` are the logical output/input sizes. Build with the *_linear functions, which check the storages.
@@ -54,6 +56,9 @@ struct QuantLinear {
 /// BF16/F16/F32 weight, transform none, shape [rows, cols] or [E, rows, cols].
 /// Throws Error(Mismatch) naming the storage when dtype, transform or shape differ.
 QuantLinear dense_linear(StorageRef weight, int64_t rows, int64_t cols);
+/// BF16/F16/F32 K-major weight, transform none, shape [cols, rows] or [E, cols, rows] (element (e, n, k) at
+/// (e * cols + k) * rows + n). Throws Error(Mismatch) naming the storage when dtype, transform or shape differ.
+QuantLinear dense_kmajor_linear(StorageRef weight, int64_t rows, int64_t cols);
 /// FP8 per-channel weight [Kp, Np] / [E, Kp, Np] (transform fp8_channel_weight, F8_E4M3) with its scale [Np] /
 /// [E, Np] (fp8_channel_scale, F32); Np >= rows, Kp >= cols. Throws Error(Mismatch) naming the storage.
 QuantLinear fp8_linear(StorageRef weight, StorageRef scale, int64_t rows, int64_t cols);

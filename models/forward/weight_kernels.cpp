@@ -95,14 +95,27 @@ void matvec(const uint8_t* w, int64_t rows, int64_t cols, const float* x, float*
 }
 
 template <class Codes>
+void matvec_kmajor(const uint8_t* w, int64_t rows, int64_t cols, const float* x, float* y) {
+  const int64_t row_bytes = rows * static_cast<int64_t>(Codes::kSize);
+  for (int64_t r = 0; r < rows; ++r) y[r] = 0.0f;
+  // One pass per input c over the contiguous outputs: every y[r] gains its c-th term in c order, so each output
+  // is the same sum as the row-major kernel forms.
+  for (int64_t c = 0; c < cols; ++c) {
+    const uint8_t* wc = w + c * row_bytes;
+    const float xc = x[c];
+    for (int64_t r = 0; r < rows; ++r) y[r] += Codes::at(wc, r) * xc;
+  }
+}
+
+template <class Codes>
 void load_row(const uint8_t* w, int64_t row, int64_t cols, float* out) {
   const uint8_t* p = w + row * cols * static_cast<int64_t>(Codes::kSize);
   for (int64_t c = 0; c < cols; ++c) out[c] = Codes::at(p, c);
 }
 
-constexpr WeightKernels kBf16{&matvec<Bf16Codes>, &load_row<Bf16Codes>};
-constexpr WeightKernels kF16{&matvec<F16Codes>, &load_row<F16Codes>};
-constexpr WeightKernels kF32{&matvec<F32Codes>, &load_row<F32Codes>};
+constexpr WeightKernels kBf16{&matvec<Bf16Codes>, &matvec_kmajor<Bf16Codes>, &load_row<Bf16Codes>};
+constexpr WeightKernels kF16{&matvec<F16Codes>, &matvec_kmajor<F16Codes>, &load_row<F16Codes>};
+constexpr WeightKernels kF32{&matvec<F32Codes>, &matvec_kmajor<F32Codes>, &load_row<F32Codes>};
 
 }  // namespace
 

@@ -13,6 +13,9 @@ namespace wsb {
 struct WeightKernels {
   /// y[r] = sum over c = 0..cols-1 of float(W[r][c]) * x[c], for r in [0, rows).
   void (*matvec)(const uint8_t* w, int64_t rows, int64_t cols, const float* x, float* y);
+  /// The same product over a K-major matrix: `w` is row-major [cols, rows] (W^T, the outputs contiguous), and
+  /// y[r] = sum over c = 0..cols-1 of float(W^T[c][r]) * x[c], each y[r] still summed in c order from 0.0f.
+  void (*matvec_kmajor)(const uint8_t* w, int64_t rows, int64_t cols, const float* x, float* y);
   /// out[c] = float(W[row][c]) for c in [0, cols): exact widening (as torch's .float()).
   void (*load_row)(const uint8_t* w, int64_t row, int64_t cols, float* out);
 };

@@ -1,4 +1,4 @@
-// gpt_oss TP layout with MXFP4 experts (storage list and conventions: moe_layout.hpp).
+// gpt_oss TP layout with MXFP4 or BF16 experts (storage list and conventions: moe_layout.hpp).
 #include <fmt/format.h>
 
 #include "models/layout/llama_layout.hpp"
@@ -50,12 +50,33 @@ void mxfp4_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, cons
   s.push_back(make_spec(n("mlp.experts.w2_bias"), dtype, {c.whole(dn + "_bias")}, {e, h}));
 }
 
-/// The MLP half of layer `layer`: the router (weight, bias) and the MXFP4 experts.
+/// BF16 experts as SGLang's triton_kernels MoE holds them (see moe_layout.hpp): column slices of the canonical
+/// [E, in, out] tensors, no transform.
+void bf16_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelDims& d, int layer, int tp,
+                  int rank, DType dtype) {
+  auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
+  const RankSlice im = gpt_oss_bf16_intermediate_slice(d, tp, rank);
+  const int64_t e = d.experts, h = d.hidden;
+  // gate_up outputs are interleaved (2j gate, 2j+1 up), so the rank's outputs are the contiguous [2*start, 2*end).
+  const std::string gu = n("mlp.experts.gate_up_proj"), dn = n("mlp.experts.down_proj");
+  s.push_back(make_spec(n("mlp.experts.w13_weight"), dtype, {c.slice(gu, 2, 2 * im.start, 2 * im.length)},
+                        {e, h, 2 * im.length}));
+  s.push_back(make_spec(n("mlp.experts.w13_bias"), dtype, {c.slice(gu + "_bias", 1, 2 * im.start, 2 * im.length)},
+                        {e, 2 * im.length}));
+  s.push_back(make_spec(n("mlp.experts.w2_weight"), dtype, {c.slice(dn, 1, im.start, im.length)}, {e, im.length, h}));
+  s.push_back(make_spec(n("mlp.experts.w2_bias"), dtype, {c.whole(dn + "_bias")}, {e, h}));
+}
+
+/// The MLP half of layer `layer`: the router (weight, bias) and the experts (MXFP4 or BF16).
 void mlp(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelProfile& p, int layer, int tp, int rank) {
   auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
   s.push_back(replicated(c, n("mlp.router.weight"), p.dtype));
   s.push_back(replicated(c, n("mlp.router.bias"), p.dtype));
-  mxfp4_experts(s, c, p.dims, layer, tp, rank, p.dtype);
+  if (p.quantization == kQuantMxfp4) {
+    mxfp4_experts(s, c, p.dims, layer, tp, rank, p.dtype);
+  } else {
+    bf16_experts(s, c, p.dims, layer, tp, rank, p.dtype);
+  }
 }
 
 }  // namespace
@@ -64,6 +85,7 @@ std::vector<RankLayout> build_gpt_oss_layouts(const ModelProfile& p, int tp) {
   require_tp(p, tp);
   require_gqa_tp(p, tp);
   require_divides(p, tp, "vocab", p.dims.vocab);
+  if (p.quantization != kQuantMxfp4) require_divides(p, tp, "intermediate", p.dims.intermediate);
   return decoder_rank_layouts(
       p, tp,
       [&](std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, int layer, int rank) {

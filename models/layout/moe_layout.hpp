@@ -82,6 +82,24 @@
 //   L.mlp.experts.w2_weight_scale             U8 swizzled mxfp4_scale_swizzled_shape(E, H, Ip/32)
 //   L.mlp.experts.w2_bias                     BF16 [E, H] (replicated)
 //   model.norm.weight BF16 [H];  lm_head.weight BF16 [V/tp, H]
+//
+// gpt_oss, none (BF16 experts): as SGLang holds unquantized gpt-oss experts with its triton_kernels MoE runner, the
+// default for gpt-oss without quantization on Hopper (arg_groups/overrides.py _gpt_oss_overrides: moe_runner_backend
+// "triton_kernel"). UnquantizedFusedMoEMethod.create_weights (layers/quantization/unquant.py) then makes w13_weight
+// [E, H, 2 I_r] and w2_weight [E, I_r, H] (K-major: the inner dim is the output), and FusedMoE.weight_loader_fused
+// (_load_w13 / _load_w2, layers/moe/fused_moe_triton/layer.py) narrows the checkpoint's gate_up_proj [E, H, 2I]
+// along its last dim at 2*r*I_r and down_proj [E, I, H] along dim 1 at r*I_r, with I_r = I/tp (FusedMoE asserts
+// intermediate_size % tp == 0). Attention, router, norms and vocab ends as with MXFP4 experts. No transform:
+//   L.mlp.experts.w13_weight                  BF16 [E, H, 2 I_r]: columns [2 r I_r, 2 (r+1) I_r) of gate_up_proj,
+//                                             column 2j = gate, 2j+1 = up of local intermediate j (interleave kept,
+//                                             SGLang gate_up_interleaved)
+//   L.mlp.experts.w13_bias                    BF16 [E, 2 I_r] (same columns of gate_up_proj_bias)
+//   L.mlp.experts.w2_weight                   BF16 [E, I_r, H]: rows [r I_r, (r+1) I_r) of down_proj
+//   L.mlp.experts.w2_bias                     BF16 [E, H] (replicated)
+// Two deliberate differences from SGLang, neither changing a value the forward computes: SGLang keeps both biases
+// in float32 (create_weights: w13_weight_bias / w2_weight_bias, dtype torch.float32; BF16 widens exactly), and
+// zeroes w2_weight_bias on TP ranks != 0 (gpt_oss.py, before its all-reduce); here post-load transforms never change
+// the dtype, and the row-parallel bias is replicated and added once after the reduction, as for MXFP4 experts.
 #include <vector>
 
 #include "models/layout/tp_layout.hpp"
@@ -98,16 +116,20 @@ struct RankSlice {
 
 /// Routed-expert intermediate of glm4_moe / deepseek_v3: [r*Im/tp, (r+1)*Im/tp).
 RankSlice moe_intermediate_slice(const ModelDims& dims, int tp, int rank);
-/// gpt_oss expert intermediate: whole 32-element blocks, ceil-split, padded to cb*32 (see above).
+/// gpt_oss expert intermediate with MXFP4 experts: whole 32-element blocks, ceil-split, padded to cb*32 (see above).
 RankSlice gpt_oss_intermediate_slice(const ModelDims& dims, int tp, int rank);
+/// gpt_oss expert intermediate with BF16 experts: [r*I/tp, (r+1)*I/tp), never padded (tp must divide I).
+RankSlice gpt_oss_bf16_intermediate_slice(const ModelDims& dims, int tp, int rank);
+/// The gpt_oss expert intermediate slice of `profile`'s quantization (mxfp4: the block split, none: the even one).
+RankSlice gpt_oss_expert_slice(const ModelProfile& profile, int tp, int rank);
 /// deepseek_v3: NVFP4 w2 scale columns [c0, c1) held by the rank (ceil when a 16-block straddles ranks).
 RankSlice nvfp4_w2_scale_columns(const ModelDims& dims, int tp, int rank);
 
 /// Layout builders, dispatched from build_rank_layouts by family. Throw Error(Mismatch) naming the dimension tp
 /// does not divide: glm4_moe heads/kv_heads (as llama), vocab, intermediate, moe_intermediate, shared
 /// intermediate; deepseek_v3 heads, vocab, intermediate, moe_intermediate (and Im/tp must be even: two E2M1
-/// codes per byte), shared intermediate; gpt_oss heads/kv_heads, vocab (the expert intermediate never needs to
-/// divide: block ceil split).
+/// codes per byte), shared intermediate; gpt_oss heads/kv_heads, vocab, and with BF16 experts the expert
+/// intermediate (with MXFP4 experts it never needs to divide: block ceil split).
 std::vector<RankLayout> build_glm4_moe_layouts(const ModelProfile& profile, int tp);
 std::vector<RankLayout> build_deepseek_v3_layouts(const ModelProfile& profile, int tp);
 std::vector<RankLayout> build_gpt_oss_layouts(const ModelProfile& profile, int tp);

@@ -22,6 +22,17 @@ RankSlice gpt_oss_intermediate_slice(const ModelDims& d, int tp, int rank) {
   return {start, end - start, padded};
 }
 
+RankSlice gpt_oss_bf16_intermediate_slice(const ModelDims& d, int tp, int rank) {
+  // SGLang FusedMoE: intermediate_size_per_partition = intermediate_size // moe_tp_size (asserted divisible).
+  const int64_t per = d.intermediate / tp;
+  return {rank * per, per, per};
+}
+
+RankSlice gpt_oss_expert_slice(const ModelProfile& p, int tp, int rank) {
+  return p.quantization == kQuantMxfp4 ? gpt_oss_intermediate_slice(p.dims, tp, rank)
+                                       : gpt_oss_bf16_intermediate_slice(p.dims, tp, rank);
+}
+
 RankSlice nvfp4_w2_scale_columns(const ModelDims& d, int tp, int rank) {
   const RankSlice k = moe_intermediate_slice(d, tp, rank);
   const int64_t c0 = k.start / kNvfp4Block;

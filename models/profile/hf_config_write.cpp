@@ -234,12 +234,16 @@ json gpt_oss_config(const ModelProfile& p) {
                          {"original_max_position_embeddings", s.original_max_position},
                          {"beta_fast", s.beta_fast},
                          {"beta_slow", s.beta_slow},
-                         {"truncate", false}};
+                         {"truncate", s.truncate}};
   }
-  j["quantization_config"] = {
-      {"quant_method", "mxfp4"},
-      {"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
-                                  "lm_head"}}};
+  // BF16 experts (quantization none) carry no quantization_config, as transformers' save_pretrained of an
+  // unquantized GptOssForCausalLM writes none.
+  if (p.quantization == kQuantMxfp4) {
+    j["quantization_config"] = {
+        {"quant_method", "mxfp4"},
+        {"modules_to_not_convert", {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+                                    "lm_head"}}};
+  }
   return j;
 }
 
@@ -252,7 +256,7 @@ std::string read_hf_config_bytes(const ModelProfile& p) {
   return bytes;
 }
 
-/// Which quantization each family's mapping describes (the profile parser allows one per family).
+/// Which quantization each family's mapping describes.
 void require_quantization(const ModelProfile& p, std::string_view method) {
   if (p.quantization != method)
     fail(p, fmt::format("family {} with quantization '{}' has no mapping (expected '{}')", p.family, p.quantization,
@@ -287,7 +291,7 @@ json hf_config_json(const ModelProfile& p) {
     return deepseek_v3_config(p);
   }
   if (p.family == kGptOssFamily) {
-    require_quantization(p, kQuantMxfp4);
+    if (p.quantization != kQuantNone) require_quantization(p, kQuantMxfp4);
     return gpt_oss_config(p);
   }
   fail(p, fmt::format("family '{}' has no mapping", p.family));

@@ -25,7 +25,8 @@ inline constexpr const char* kHfConfigFileName = "config.json";
 /// - deepseek_v3: DeepseekV3ForCausalLM, model_type "deepseek_v3" (DeepseekV3Config keys); with tensor_prefix
 ///   "language_model." (Kimi K2.5/K2.6 naming) the Kimi K2.5 wrapper KimiK25ForConditionalGeneration, model_type
 ///   "kimi_k25", holding those keys as text_config. quantization_config of ModelOpt NVFP4 (routed experts only).
-/// - gpt_oss: GptOssForCausalLM, model_type "gpt_oss" (GptOssConfig keys), quantization_config of MXFP4.
+/// - gpt_oss: GptOssForCausalLM, model_type "gpt_oss" (GptOssConfig keys), quantization_config of MXFP4 for
+///   mxfp4, none for BF16 experts (quantization none).
 /// max_position_embeddings is factor * original_max_position_embeddings for YaRN profiles, else 131072 (the
 /// value of Llama-3.1-8B and GLM-4.5-Air; profiles do not record it).
 /// A profile read from a Hugging Face directory (hf_dir set) gives that directory's config.json as parsed, with

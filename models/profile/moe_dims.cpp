@@ -82,12 +82,12 @@ void read_deepseek_style_moe(const DimReader& r, ModelDims& d) {
 }
 
 /// rope_scaling {"type": "yarn", factor, original_max_position_embeddings, beta_fast, beta_slow[, mscale,
-/// mscale_all_dim]} (deepseek_v3 / gpt_oss configs; only YaRN is used by these models).
+/// mscale_all_dim, truncate]} (deepseek_v3 / gpt_oss configs; only YaRN is used by these models).
 RopeScaling read_rope_scaling(const JsonFields& dims) {
   auto obj = dims.optional_object("rope_scaling");
   if (!obj) return {};
-  obj->reject_unknown(
-      {"type", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"});
+  obj->reject_unknown({"type", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+                       "mscale_all_dim", "truncate"});
   const std::string type = obj->string("type");
   if (type != "yarn") obj->fail("type", fmt::format("'{}' is not supported (supported: yarn)", type));
   DimReader r(*obj);
@@ -98,6 +98,7 @@ RopeScaling read_rope_scaling(const JsonFields& dims) {
   s.beta_slow = r.positive_number("beta_slow");
   s.mscale = obj->optional_number("mscale").value_or(0.0);
   s.mscale_all_dim = obj->optional_number("mscale_all_dim").value_or(0.0);
+  s.truncate = obj->optional_boolean("truncate").value_or(true);
   return s;
 }
 
@@ -175,10 +176,14 @@ ModelDims parse_gpt_oss_dims(const JsonFields& dims) {
   d.attention_bias = true;  // gpt_oss q/k/v/o always carry a bias (modeling_gpt_oss.py, bias=True)
   d.sliding_window = r.positive("sliding_window");
   d.swiglu_limit = r.positive_number("swiglu_limit");
-  r.multiple_of("hidden", d.hidden, kMxfp4Block, "MXFP4 gate_up_proj K needs whole 32-element blocks");
-  r.multiple_of("intermediate", d.intermediate, kMxfp4Block, "MXFP4 down_proj K needs whole 32-element blocks");
   d.rope_scaling = read_rope_scaling(dims);
   return d;
+}
+
+void check_gpt_oss_mxfp4_dims(const JsonFields& dims, const ModelDims& d) {
+  const DimReader r(dims);
+  r.multiple_of("hidden", d.hidden, kMxfp4Block, "MXFP4 gate_up_proj K needs whole 32-element blocks");
+  r.multiple_of("intermediate", d.intermediate, kMxfp4Block, "MXFP4 down_proj K needs whole 32-element blocks");
 }
 
 }  // namespace wsb

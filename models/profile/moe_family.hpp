@@ -10,8 +10,9 @@
 //               same router/expert naming as glm4_moe.
 //   gpt_oss     transformers modeling_gpt_oss.py (GptOssForCausalLM): GQA with q/k/v/o bias and per-head sinks,
 //               alternating sliding/full attention (layer i slides iff i is even: config layer_types), softmax
-//               top-k router mlp.router.{weight,bias}, stacked experts mlp.experts.{gate_up_proj,down_proj}_*
-//               with gate/up interleaved along the 2*I rows (row 2i = gate i, row 2i+1 = up i).
+//               top-k router mlp.router.{weight,bias}, stacked experts mlp.experts.{gate_up_proj,down_proj}*
+//               with gate/up interleaved along the 2*I outputs (output 2i = gate i, 2i+1 = up i): the rows of the
+//               MXFP4 *_blocks, the last dim of the BF16 gate_up_proj [E, H, 2I].
 #include <string>
 #include <string_view>
 

@@ -116,7 +116,8 @@ std::vector<TensorSpec> deepseek_v3_tensors(const ModelProfile& p) {
 std::vector<TensorSpec> gpt_oss_tensors(const ModelProfile& p) {
   const ModelDims& d = p.dims;
   const int64_t h = d.hidden, q = int64_t{d.heads} * d.head_dim, kv = int64_t{d.kv_heads} * d.head_dim;
-  const int64_t e = d.experts, inter = d.intermediate, hb = h / kMxfp4Block, ib = inter / kMxfp4Block;
+  const int64_t e = d.experts, inter = d.intermediate;
+  const bool mxfp4 = p.quantization == kQuantMxfp4;
   Tensors t;
   t.push_back({"model.embed_tokens.weight", p.dtype, {d.vocab, h}});
   for (int i = 0; i < d.layers; ++i) {
@@ -131,12 +132,22 @@ std::vector<TensorSpec> gpt_oss_tensors(const ModelProfile& p) {
     t.push_back({layer(i, "post_attention_layernorm.weight"), p.dtype, {h}});
     t.push_back({layer(i, "mlp.router.weight"), p.dtype, {e, h}});
     t.push_back({layer(i, "mlp.router.bias"), p.dtype, {e}});
-    t.push_back({layer(i, "mlp.experts.gate_up_proj_blocks"), DType::U8, {e, 2 * inter, hb, 16}});
-    t.push_back({layer(i, "mlp.experts.gate_up_proj_scales"), DType::U8, {e, 2 * inter, hb}});
-    t.push_back({layer(i, "mlp.experts.gate_up_proj_bias"), p.dtype, {e, 2 * inter}});
-    t.push_back({layer(i, "mlp.experts.down_proj_blocks"), DType::U8, {e, h, ib, 16}});
-    t.push_back({layer(i, "mlp.experts.down_proj_scales"), DType::U8, {e, h, ib}});
-    t.push_back({layer(i, "mlp.experts.down_proj_bias"), p.dtype, {e, h}});
+    if (mxfp4) {
+      const int64_t hb = h / kMxfp4Block, ib = inter / kMxfp4Block;
+      t.push_back({layer(i, "mlp.experts.gate_up_proj_blocks"), DType::U8, {e, 2 * inter, hb, 16}});
+      t.push_back({layer(i, "mlp.experts.gate_up_proj_scales"), DType::U8, {e, 2 * inter, hb}});
+      t.push_back({layer(i, "mlp.experts.gate_up_proj_bias"), p.dtype, {e, 2 * inter}});
+      t.push_back({layer(i, "mlp.experts.down_proj_blocks"), DType::U8, {e, h, ib, 16}});
+      t.push_back({layer(i, "mlp.experts.down_proj_scales"), DType::U8, {e, h, ib}});
+      t.push_back({layer(i, "mlp.experts.down_proj_bias"), p.dtype, {e, h}});
+    } else {
+      // transformers GptOssExperts parameters as save_pretrained writes them: [E, in, out] (x @ W), gate/up
+      // interleaved along the last dim of gate_up_proj.
+      t.push_back({layer(i, "mlp.experts.gate_up_proj"), p.dtype, {e, h, 2 * inter}});
+      t.push_back({layer(i, "mlp.experts.gate_up_proj_bias"), p.dtype, {e, 2 * inter}});
+      t.push_back({layer(i, "mlp.experts.down_proj"), p.dtype, {e, inter, h}});
+      t.push_back({layer(i, "mlp.experts.down_proj_bias"), p.dtype, {e, h}});
+    }
   }
   t.push_back({"model.norm.weight", p.dtype, {h}});
   t.push_back({"lm_head.weight", p.dtype, {d.vocab, h}});

@@ -20,10 +20,14 @@ std::vector<TensorSpec> glm4_moe_tensors(const ModelProfile& profile);
 /// o_proj [H, heads*v] (all BF16); dense/shared MLPs BF16; routed experts NVFP4: weight U8 [N,K/2],
 /// weight_scale F8_E4M3 [N,K/16], weight_scale_2 F32 [], input_scale F32 [].
 std::vector<TensorSpec> deepseek_v3_tensors(const ModelProfile& profile);
-/// gpt-oss (mxfp4 experts): per layer input_layernorm; self_attn.{q,k,v}_proj weight+bias, o_proj weight [H,q]
-/// + bias [H], sinks BF16 [heads]; post_attention_layernorm; mlp.router.weight [E,H] + bias [E];
-/// mlp.experts.gate_up_proj_blocks U8 [E,2I,H/32,16], _scales U8 [E,2I,H/32], _bias BF16 [E,2I],
-/// down_proj_blocks U8 [E,H,I/32,16], _scales U8 [E,H,I/32], _bias BF16 [E,H].
+/// gpt-oss: per layer input_layernorm; self_attn.{q,k,v}_proj weight+bias, o_proj weight [H,q] + bias [H], sinks
+/// BF16 [heads]; post_attention_layernorm; mlp.router.weight [E,H] + bias [E]; then the stacked experts.
+/// mxfp4 (openai/gpt-oss-*): mlp.experts.gate_up_proj_blocks U8 [E,2I,H/32,16], _scales U8 [E,2I,H/32], _bias BF16
+/// [E,2I], down_proj_blocks U8 [E,H,I/32,16], _scales U8 [E,H,I/32], _bias BF16 [E,H].
+/// none (transformers GptOssExperts, modeling_gpt_oss.py, as save_pretrained writes it; SGLang gpt_oss.py
+/// _load_normal_weights reads the same names): mlp.experts.gate_up_proj BF16 [E,H,2I] (x @ W; column 2j = gate j,
+/// 2j+1 = up j: the forward's gate_up[..., ::2] / [..., 1::2]), gate_up_proj_bias [E,2I], down_proj [E,I,H],
+/// down_proj_bias [E,H].
 std::vector<TensorSpec> gpt_oss_tensors(const ModelProfile& profile);
 
 }  // namespace wsb

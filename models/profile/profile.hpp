@@ -21,6 +21,8 @@ struct RopeScaling {
   double beta_slow = 0.0;
   double mscale = 0.0;          ///< deepseek_v3 only (0 when unused)
   double mscale_all_dim = 0.0;  ///< deepseek_v3 only (0 when unused)
+  /// Round the correction range to whole dims (transformers' default true; openai/gpt-oss-120b config false).
+  bool truncate = true;
 };
 
 /// Architecture dimensions. Fields a family does not use stay 0 (or the stated neutral default). Sources are cited

@@ -1,7 +1,7 @@
 // Profile JSON schema (models/profiles/<id>.json). Top level:
 //   id (string, [A-Za-z0-9._-]), family (string: llama, glm4_moe, deepseek_v3, gpt_oss), description (string),
-//   source (string: where the dims come from, e.g. the upstream config.json URL), quantization (string, one per
-//   family: llama none, glm4_moe fp8-channel, deepseek_v3 nvfp4, gpt_oss mxfp4), dtype (safetensors spelling of
+//   source (string: where the dims come from, e.g. the upstream config.json URL), quantization (string, per
+//   family: llama none, glm4_moe fp8-channel, deepseek_v3 nvfp4, gpt_oss mxfp4 or none), dtype (safetensors spelling of
 //   unquantized weights: BF16/F16/F32), tiny (bool, optional, default false), notes (string, optional),
 //   tensor_prefix (string, optional, deepseek_v3 only: prefix of every canonical tensor name), dims (object, keys
 //   per family).
@@ -18,8 +18,11 @@
 //   rms_eps, sliding_window, swiglu_limit, rope_scaling (optional object).
 // Unknown keys are rejected so a misspelt key never silently takes a default.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "models/profile/json_fields.hpp"
@@ -78,22 +81,23 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& origin) {
   p.dtype = *parsed;
   p.tiny = top.optional_boolean("tiny").value_or(false);
   struct FamilyRule {
-    std::string_view family, quantization;
+    std::string_view family;
+    std::vector<std::string_view> quantizations;
     ModelDims (*parse)(const JsonFields&);
   };
-  static const FamilyRule kRules[] = {{kLlamaFamily, kQuantNone, parse_llama_dims},
-                                      {kGlm4MoeFamily, kQuantFp8Channel, parse_glm4_moe_dims},
-                                      {kDeepseekV3Family, kQuantNvfp4, parse_deepseek_v3_dims},
-                                      {kGptOssFamily, kQuantMxfp4, parse_gpt_oss_dims}};
+  static const FamilyRule kRules[] = {{kLlamaFamily, {kQuantNone}, parse_llama_dims},
+                                      {kGlm4MoeFamily, {kQuantFp8Channel}, parse_glm4_moe_dims},
+                                      {kDeepseekV3Family, {kQuantNvfp4}, parse_deepseek_v3_dims},
+                                      {kGptOssFamily, {kQuantMxfp4, kQuantNone}, parse_gpt_oss_dims}};
   const FamilyRule* rule = nullptr;
   for (const FamilyRule& r : kRules)
     if (r.family == p.family) rule = &r;
   if (rule == nullptr)
     top.fail("family",
              fmt::format("unsupported family '{}' (supported: llama, glm4_moe, deepseek_v3, gpt_oss)", p.family));
-  if (p.quantization != rule->quantization)
+  if (std::find(rule->quantizations.begin(), rule->quantizations.end(), p.quantization) == rule->quantizations.end())
     top.fail("quantization", fmt::format("'{}' is not supported by family {} (supported: {})", p.quantization, p.family,
-                                         rule->quantization));
+                                         fmt::join(rule->quantizations, ", ")));
   if (auto prefix = top.optional_string("tensor_prefix")) {
     if (p.family != kDeepseekV3Family)
       top.fail("tensor_prefix", fmt::format("only family deepseek_v3 takes a tensor prefix, not {}", p.family));
@@ -102,6 +106,7 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& origin) {
     p.tensor_prefix = *prefix;
   }
   p.dims = rule->parse(top.object("dims"));
+  if (p.family == kGptOssFamily && p.quantization == kQuantMxfp4) check_gpt_oss_mxfp4_dims(top.object("dims"), p.dims);
   p.raw = j;
   return p;
 }

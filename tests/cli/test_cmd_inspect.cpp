@@ -202,6 +202,31 @@ TEST(Inspect, PublishedFullCheckpointWithAnyConfigJsonListsItsShards) {
   }
 }
 
+// A DELTA publication's tensors are zstd-compressed delta payloads (U8), not values: they are labelled as such and
+// never decoded (a "*weight" U8 would otherwise read as packed FP4).
+TEST(Inspect, DeltaPayloadsAreLabelledNotDecoded) {
+  TempDir tmp;
+  test::publish_tiny(tmp / "store", /*last=*/1);
+  InspectOptions options;
+  options.values = true;
+  const Inspection inspection = inspect_checkpoint(Store(tmp / "store").update_dir(1), options);
+  ASSERT_EQ(inspection.tensors.size(), 21u);
+  for (const InspectedTensor& t : inspection.tensors) {
+    EXPECT_EQ(t.decode, DecodeKind::None) << t.spec.name;
+    EXPECT_FALSE(t.values.has_value()) << t.spec.name;
+    EXPECT_EQ(t.payload, "zstd xor delta payload (compressed; base version 000000)") << t.spec.name;
+  }
+  const json j = inspection_json(inspection);
+  EXPECT_EQ(j["tensors"][0]["payload"], "zstd xor delta payload (compressed; base version 000000)");
+  EXPECT_EQ(j["tensors"][0]["decode"], "none");
+  EXPECT_FALSE(j["tensors"][0].contains("values"));
+  // An explicit request still decodes the payload bytes as asked.
+  options.decode = {DecodeRequest{inspection.tensors[0].spec.name, DecodeKind::Int}};
+  const Inspection requested = inspect_checkpoint(Store(tmp / "store").update_dir(1), options);
+  EXPECT_EQ(requested.tensors[0].decode, DecodeKind::Int);
+  EXPECT_TRUE(requested.tensors[0].values.has_value());
+}
+
 TEST(Inspect, JsonSpellsNanInfinityAndNegativeZero) {
   TempDir tmp;
   const std::vector<uint8_t> fp8{0x7F, 0xFF, 0x00, 0x80, 0x7E};

@@ -648,7 +648,8 @@ TEST_P(Faults, StoreFileShorterThanDeclaredIsRetryable) {
 INSTANTIATE_TEST_SUITE_P(Tiny, Faults,
                          ::testing::Combine(::testing::Values(std::string("llama-tiny-bf16"), std::string("glm-tiny-fp8"),
                                                               std::string("kimi-tiny-nvfp4"),
-                                                              std::string("gpt-oss-tiny-mxfp4")),
+                                                              std::string("gpt-oss-tiny-mxfp4"),
+                                                              std::string("gpt-oss-tiny-bf16")),
                                             ::testing::Values(std::string("disk"), std::string("cpu"))),
                          test::PairParamName());
 

@@ -47,8 +47,14 @@ TEST(Matrix, ErrorsNameCellAndField) {
             "m.json: cell 0: field 'seed' must be >= 0, got -1");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "publish_versions": 999999}]})")),
             "m.json: cell 0: field 'publish_versions' must be 1..100, got 999999");
-  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 0}]})")),
-            "m.json: cell 0: field 'density' must be in (0, 1]: a zero density publishes identity deltas");
+  // Density 0 publishes identity deltas, a real case (an update that changes nothing), as `wsbench publish` allows.
+  const Matrix identity =
+      parse_matrix(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 0}]})"), "m.json");
+  EXPECT_EQ(identity.cells.at(0).density, 0.0);
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": -0.1}]})")),
+            "m.json: cell 0: field 'density' must be in [0, 1] (0: identity deltas), got -0.1");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "density": 1.5}]})")),
+            "m.json: cell 0: field 'density' must be in [0, 1] (0: identity deltas), got 1.5");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "n": 0}]})")),
             "m.json: cell 0: field 'n' must be 1..1000, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "target": 4}]})")),
@@ -329,8 +335,32 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     }
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints.json", "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
-                                             "nightly-h100.json", "pin-check.json", "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "gpt-oss-bf16-cuda.json",
+                                             "gpt-oss-bf16.json", "h200-prepare.json", "h200-x4-glm45-air.json", "h200.json",
+                                             "nightly-b300.json", "nightly-h100.json", "pin-check.json",
+                                             "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
+}
+
+TEST(Matrix, GptOssBf16MatricesCoverEveryModeOnBothBackends) {
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
+  const Matrix cpu = load_matrix(dir / "gpt-oss-bf16.json");
+  std::vector<std::string> ids;
+  for (const auto& c : cpu.cells) {
+    EXPECT_EQ(c.engine, "embedded-cpu") << c.id;
+    ids.push_back(c.id);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"gpt-oss-tiny-bf16/disk/native/tp2", "gpt-oss-tiny-bf16/cpu/native/tp2",
+                                           "gpt-oss-tiny-bf16/cpu+device-delta/native/tp2",
+                                           "gpt-oss-tiny-bf16/refit+inproc/native/tp2",
+                                           "gpt-oss-tiny-bf16/refit+shm/native/tp2", "gpt-oss-tiny-bf16/cpu/native/tp4"}));
+  const Matrix cuda = load_matrix(dir / "gpt-oss-bf16-cuda.json");
+  ASSERT_EQ(cuda.cells.size(), cpu.cells.size() + 4);
+  for (size_t i = 0; i < cpu.cells.size(); ++i) {
+    EXPECT_EQ(cuda.cells[i].id, cpu.cells[i].id);
+    EXPECT_EQ(cuda.cells[i].engine, "embedded-cuda") << cuda.cells[i].id;
+  }
+  EXPECT_EQ(cuda.cells[cpu.cells.size()].id, "gpt-oss-tiny-bf16/refit+cuda-ipc/native/tp2");
+  EXPECT_EQ(cuda.cells.back().id, "refit/gpt-oss-120b-bf16/refit+inproc/native/tp2/L2E16");
 }
 
 TEST(Matrix, NightlyMatricesCoverBothModesAndRuntimes) {
@@ -401,6 +431,29 @@ TEST(Matrix, TheShippedMatricesLoad) {
   }
   EXPECT_EQ(h200.cells[22].target, 2u);
   EXPECT_EQ(h200.cells[23].target, 3u);
+  // The prepare floors in a few minutes: llama full size at TP 1, disk's first update and its steady-state catch-up,
+  // the refit stream in process and over CUDA IPC.
+  const auto prepare = load_matrix(dir / "h200-prepare.json");
+  ASSERT_EQ(prepare.cells.size(), 4u);
+  for (const auto& c : prepare.cells) {
+    EXPECT_EQ(c.model, "llama-3.1-8b-bf16") << c.id;
+    EXPECT_FALSE(c.scaled()) << c.id;
+    EXPECT_EQ(c.tp, 1) << c.id;
+    EXPECT_TRUE(c.uses_cuda()) << c.id;
+  }
+  EXPECT_EQ(prepare.cells[0].sync.mode, SyncModeKind::Disk);
+  EXPECT_EQ(prepare.cells[0].updates, 1u);
+  EXPECT_EQ(prepare.cells[0].target, 1u);
+  EXPECT_EQ(prepare.cells[1].sync.mode, SyncModeKind::Disk);
+  EXPECT_EQ(prepare.cells[1].updates, 2u);
+  EXPECT_EQ(prepare.cells[1].target, 3u);
+  EXPECT_EQ(prepare.cells[1].publish_versions, 3u);
+  for (size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(prepare.cells[i].sync.mode, SyncModeKind::Refit) << prepare.cells[i].id;
+    EXPECT_EQ(prepare.cells[i].sync.refit.bucket_bytes, 1ull << 30) << prepare.cells[i].id;
+  }
+  EXPECT_EQ(name_of(prepare.cells[2].sync.refit.transport), "inproc");
+  EXPECT_EQ(name_of(prepare.cells[3].sync.refit.transport), "cuda-ipc");
   const auto x4 = load_matrix(dir / "h200-x4-glm45-air.json");  // full-size GLM at TP 4, one GPU per rank
   ASSERT_EQ(x4.cells.size(), 2u);
   for (const auto& c : x4.cells) {
@@ -648,6 +701,29 @@ TEST(MatrixCheckpoint, CheckpointsFromDefaultsOrAxesNameTheModelToo) {
   EXPECT_EQ(ids, (std::vector<std::string>{"hf:s0..s1/cpu/native/tp1/[\"s1\"] 1",
                                            "hf:s0..s2/cpu/native/tp1/[\"s1\",\"s2\"] 2",
                                            "hf:s0..t1/disk/native/tp1 1"}));
+}
+
+TEST(MatrixCheckpoint, TheShippedCheckpointMatricesNameTheFixtures) {
+  const auto dir = std::filesystem::path(WSBENCH_PROFILES_DIR) / ".." / ".." / "matrices";
+  const auto cpu = load_matrix(dir / "checkpoints.json");
+  const auto cuda = load_matrix(dir / "checkpoints-cuda.json");
+  ASSERT_EQ(cuda.cells.size(), cpu.cells.size());
+  const auto fixtures = std::filesystem::weakly_canonical(std::filesystem::path(WSBENCH_FIXTURES_DIR));
+  for (size_t i = 0; i < cpu.cells.size(); ++i) {
+    SCOPED_TRACE(cpu.cells[i].id);
+    EXPECT_EQ(cpu.cells[i].engine, "embedded-cpu");
+    EXPECT_TRUE(cpu.cells[i].on_checkpoint());
+    EXPECT_EQ(std::filesystem::weakly_canonical(cpu.cells[i].checkpoint).parent_path(), fixtures);
+    for (const auto& next : cpu.cells[i].checkpoints) {
+      EXPECT_TRUE(std::filesystem::is_directory(next)) << next;
+    }
+    MatrixCell expected = cpu.cells[i];
+    expected.engine = "embedded-cuda";
+    EXPECT_EQ(cuda.cells[i].to_json(), expected.to_json());
+  }
+  std::set<std::string> modes;
+  for (const auto& c : cpu.cells) modes.insert(c.mode_label());
+  EXPECT_EQ(modes, (std::set<std::string>{"cpu", "disk", "refit+inproc"}));
 }
 
 TEST(MatrixCheckpoint, ErrorsNameTheCellAndTheField) {

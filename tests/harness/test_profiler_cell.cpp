@@ -84,6 +84,27 @@ TEST(ProfilerCellSteady, TheMeasuredUpdateIsTheLastOfSeveralOnOneEngine) {
   EXPECT_DOUBLE_EQ(floors["disk_read_write_gbps"].get<double>(), 1.0 / (1.0 / r + 1.0 / w));
 }
 
+// Density 0: identity deltas. The update must leave the fingerprint as it was (instead of changing it) and pass
+// every other check as a real update does.
+TEST(ProfilerCellIdentity, ZeroDensityPassesWithTheFingerprintKept) {
+  test::TempDir dir;
+  MatrixCell cell;
+  cell.model = "llama-tiny-bf16";
+  cell.sync = test::sync_of("cpu");
+  cell.tp = 2;
+  cell.n = 1;
+  cell.seed = 3;
+  cell.density = 0.0;
+  cell.id = "tiny/identity";
+  cell.floor_bytes = 8 << 20;
+  const nlohmann::json result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
+  ASSERT_EQ(result["status"], "pass") << result.dump(2);
+  const auto& check = result["trials"][0]["checks"][0];
+  EXPECT_EQ(check["name"], "identity_keeps_fingerprint");
+  EXPECT_TRUE(check["pass"].get<bool>());
+  EXPECT_EQ(result["publications"][1]["changed_values"], 0);
+}
+
 TEST(ProfilerCellSetup, UnknownModelFailsTheCellWithTheReason) {
   test::TempDir dir;
   MatrixCell cell;

@@ -43,6 +43,12 @@ TEST(TallyProbes, AfterEarlierUpdatesTheVersionBeforeTheCommitIsTheirs) {
   EXPECT_EQ(stale.first_wrong, "response at version 000000 has fingerprint zero");
   EXPECT_EQ(check_update_changes_fingerprint("one", "three", 1).detail, "v1 one vs target three");
   EXPECT_EQ(check_update_changes_fingerprint("zero", "three").detail, "v0 zero vs target three");
+  // An identity update after an earlier one: the fingerprint of `from` must stay.
+  const Check kept = check_update_changes_fingerprint("one", "one", 1, true);
+  EXPECT_EQ(kept.name, "identity_keeps_fingerprint");
+  EXPECT_TRUE(kept.pass);
+  EXPECT_EQ(kept.detail, "identity update (density 0): v1 one vs target one");
+  EXPECT_FALSE(check_update_changes_fingerprint("one", "three", 1, true).pass);
 }
 
 TEST(TallyProbes, AResponseSpanningTwoVersionsFailsUnlessAccepted) {

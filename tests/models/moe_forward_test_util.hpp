@@ -21,7 +21,8 @@
 
 namespace wsb::test {
 
-inline const std::vector<std::string> kMoeTinyProfiles = {"glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"};
+inline const std::vector<std::string> kMoeTinyProfiles = {"glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4",
+                                                          "gpt-oss-tiny-bf16"};
 
 inline ModelProfile moe_profile(const std::string& id) { return find_profile(id, WSBENCH_PROFILES_DIR); }
 
@@ -91,7 +92,10 @@ inline std::vector<uint8_t> synth_tensor(const ModelProfile& p, const TensorSpec
   auto fill = [&](const std::function<float(float)>& f) {
     for (uint64_t i = 0; i < n; ++i) put_float(b, t.dtype, i, f(u.next()));
   };
-  const float fan = static_cast<float>(1.0 / std::sqrt(last));
+  // gpt-oss BF16 stacked experts are [E, in, out] (x @ W): their fan-in is dim 1, not the last dim.
+  const bool in_out = t.shape.size() == 3 && (name.ends_with(".experts.gate_up_proj") ||
+                                               name.ends_with(".experts.down_proj"));
+  const float fan = static_cast<float>(1.0 / std::sqrt(in_out ? static_cast<double>(t.shape[1]) : last));
   const float hidden = static_cast<float>(p.dims.hidden);
   switch (role.part) {
     case QuantPart::ChannelScale:

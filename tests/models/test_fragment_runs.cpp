@@ -64,7 +64,8 @@ TEST_P(FragmentRuns, ChunkedPlacementWritesExactlyWhatLoadStorageWrites) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, FragmentRuns,
                          ::testing::Values(std::string("llama-tiny-bf16"), std::string("glm-tiny-fp8"),
-                                           std::string("kimi-tiny-nvfp4"), std::string("gpt-oss-tiny-mxfp4")),
+                                           std::string("kimi-tiny-nvfp4"), std::string("gpt-oss-tiny-mxfp4"),
+                                           std::string("gpt-oss-tiny-bf16")),
                          test::StringParamName());
 
 TEST(FragmentRunsOther, AFragmentOutsideItsTensorIsLeftToLoadStorage) {

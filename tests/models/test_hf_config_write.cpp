@@ -141,6 +141,16 @@ TEST(HfConfigWrite, GptOssTinyKeysAndMxfp4) {
       "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}})"));
 }
 
+TEST(HfConfigWrite, GptOssBf16HasNoQuantizationConfig) {
+  // transformers' save_pretrained of an unquantized GptOssForCausalLM writes no quantization_config; every other key
+  // is the MXFP4 preset's.
+  json want = hf_config_json(profile("gpt-oss-tiny-mxfp4"));
+  want.erase("quantization_config");
+  expect_json(hf_config_json(profile("gpt-oss-tiny-bf16")), want);
+  EXPECT_FALSE(hf_config_json(profile("gpt-oss-120b-bf16")).contains("quantization_config"));
+  EXPECT_EQ(hf_config_json(profile("gpt-oss-120b-bf16")).at("num_local_experts"), 128);
+}
+
 TEST(HfConfigWrite, Glm45AirFullSizeMatchesTheUpstreamConfigValues) {
   // The values the profile's "source" cites from zai-org/GLM-4.5-Air-FP8 config.json (MTP layer 46 left out).
   json ignore = json::array({"lm_head"});

@@ -1,4 +1,4 @@
-// Reference forward passes of the quantized MoE families (glm4_moe FP8, deepseek_v3 NVFP4, gpt_oss MXFP4) on
+// Reference forward passes of the MoE families (glm4_moe FP8, deepseek_v3 NVFP4, gpt_oss MXFP4 and BF16) on
 // their tiny presets with synthetic canonical weights: finite logits; bitwise determinism across instances,
 // sequences and reloads; TP 1/2/4/8 agreement; a byte of an expert weight or block scale changes the logits
 // exactly when the expert is routed to; the step is fast; mismatched inputs are rejected naming the storage.
@@ -112,15 +112,21 @@ void mutate_element(std::vector<uint8_t>& bytes, const RuntimeStorageSpec& spec,
     byte = (byte & 0x7F) == 0 ? 0x38 : static_cast<uint8_t>(byte ^ 0x80);
   } else if (spec.dtype == DType::U8) {  // E8M0 scale: one exponent step, never 0xFF
     byte = byte == 0xFE ? 0xFD : static_cast<uint8_t>(byte ^ 0x01);
+  } else if (spec.dtype == DType::BF16) {  // sign flip; a zero (either sign) becomes 1.0
+    uint16_t code;
+    std::memcpy(&code, &byte, 2);
+    code = (code & 0x7FFF) == 0 ? 0x3F80 : static_cast<uint16_t>(code ^ 0x8000);
+    std::memcpy(&byte, &code, 2);
   } else {
     FAIL() << "no mutation rule for " << spec.name;
   }
 }
 
-/// Names of the routed-expert storages of a layer: weight of w13, block/channel scale of w13.
-std::pair<std::string, std::string> w13_names(int layer) {
+/// Names of the routed-expert storages of a layer: weight of w13, and what applies per expert beside it: the
+/// block/channel scale of w13, or the w13 bias for BF16 experts (no scale).
+std::pair<std::string, std::string> w13_names(const ModelProfile& p, int layer) {
   const std::string base = llama_layer_name(layer, "mlp.experts.");
-  return {base + "w13_weight", base + "w13_weight_scale"};
+  return {base + "w13_weight", base + (p.quantization == "none" ? "w13_bias" : "w13_weight_scale")};
 }
 
 TEST_P(MoeForward, ExpertWeightAndScaleBytesMatterExactlyWhenRouted) {
@@ -132,7 +138,7 @@ TEST_P(MoeForward, ExpertWeightAndScaleBytesMatterExactlyWhenRouted) {
   auto model = make_forward(profile, images.layouts, views);
   const std::vector<int32_t> probe = {'Q'};
   const Logits before = test::run_tokens(*model, probe);
-  const auto [weight_name, scale_name] = w13_names(layer);
+  const auto [weight_name, scale_name] = w13_names(profile, layer);
   std::set<int> weight_hits, scale_hits;
   for (int e = 0; e < profile.dims.experts; ++e) {
     for (const std::string& name : {weight_name, scale_name}) {
@@ -142,6 +148,8 @@ TEST_P(MoeForward, ExpertWeightAndScaleBytesMatterExactlyWhenRouted) {
       // Element (row 1, column 3) of the expert, on rank 1 (its storages are read like rank 0's).
       if (name == weight_name) {
         mutate_element(bytes, spec, weight_element(spec, e, 1, 3));
+      } else if (spec.dtype == DType::BF16) {  // w13 bias [E, 2 I_r]: element 3 of expert e
+        mutate_element(bytes, spec, ElementPos{static_cast<uint64_t>(e * spec.shape[1] + 3) * 2, -1});
       } else if (spec.dtype == DType::F32) {  // FP8 channel scale: double it
         const uint64_t at = scale_element(spec, e, 1, 3);
         float s;
@@ -189,17 +197,19 @@ TEST_P(MoeForward, RejectsMismatchedInputs) {
   std::vector<RankStorageView> one(views.begin(), views.begin() + 1);
   expect_error([&] { make_forward(profile, images.layouts, one); }, ErrorKind::Mismatch,
                {profile.id, "2 rank layouts but 1 storage views"});
-  const std::string expert = llama_layer_name(last_moe_layer(), "mlp.experts.w13_weight_scale");
+  const bool bf16 = profile.quantization == "none";
+  const std::string expert = llama_layer_name(last_moe_layer(), bf16 ? "mlp.experts.w13_weight"
+                                                                      : "mlp.experts.w13_weight_scale");
   const size_t index = images.layouts[1].index_of(expert);
   std::vector<RankStorageView> short_view = views;
   short_view[1].storages[index] = short_view[1].storages[index].first(8);
   expect_error([&] { make_forward(profile, images.layouts, short_view); }, ErrorKind::Mismatch,
                {"rank 1 storage '" + expert + "': view has 8 bytes"});
-  // A layout whose storage skipped its post-load transform is not the family's runtime layout.
+  // A layout whose storage skipped its post-load transform (BF16: gained one) is not the family's runtime layout.
   std::vector<RankLayout> untransformed = images.layouts;
-  untransformed[1].storages[index].transform = "none";
+  untransformed[1].storages[index].transform = bf16 ? "mxfp4_pad" : "none";
   expect_error([&] { make_forward(profile, untransformed, views); }, ErrorKind::Mismatch,
-               {"rank 1 storage", expert, "(none)"});
+               {"rank 1 storage", expert, bf16 ? "(mxfp4_pad)" : "(none)"});
   ModelProfile fewer = scale_profile(profile, ProfileScale{1});
   expect_error([&] { make_forward(fewer, images.layouts, views); }, ErrorKind::Mismatch, {fewer.id, "rank 0"});
 
@@ -210,6 +220,64 @@ TEST_P(MoeForward, RejectsMismatchedInputs) {
   expect_error([&] { model->step(*seq, 512, logits); }, ErrorKind::Format, {"token id 512", "[0, 512)"});
   expect_error([&] { twin->step(*seq, 1, logits); }, ErrorKind::Mismatch, {"another forward model"});
   EXPECT_EQ(seq->position(), 0);
+}
+
+/// gpt-oss-tiny-bf16 weights that are the exact dequantization of gpt-oss-tiny-mxfp4's: every MXFP4 expert value
+/// e2m1 * 2^(scale - 127) written as BF16 (exact: two mantissa bits) at [E, K, N] (transformers' x @ W layout, gate
+/// and up interleaved along N as the MXFP4 rows are); every other tensor copied by name.
+std::map<std::string, std::vector<uint8_t>> dequantized_bf16(const ModelProfile& bf16,
+                                                             const std::map<std::string, std::vector<uint8_t>>& mx) {
+  std::map<std::string, std::vector<uint8_t>> out;
+  for (const TensorSpec& t : bf16.canonical_tensors()) {
+    if (mx.count(t.name)) {
+      out[t.name] = mx.at(t.name);
+      continue;
+    }
+    const std::vector<uint8_t>& blocks = mx.at(t.name + "_blocks");  // [E, N, K/32, 16]
+    const std::vector<uint8_t>& scales = mx.at(t.name + "_scales");  // [E, N, K/32]
+    const int64_t experts = t.shape[0], k_dim = t.shape[1], n_dim = t.shape[2], kb = k_dim / 32;
+    std::vector<uint8_t>& w = out[t.name];
+    w.resize(t.bytes());
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t n = 0; n < n_dim; ++n)
+        for (int64_t k = 0; k < k_dim; ++k) {
+          const int64_t block = (e * n_dim + n) * kb + k / 32;
+          const uint8_t code = static_cast<uint8_t>((blocks[static_cast<size_t>(block * 16 + (k % 32) / 2)] >>
+                                                     (4 * (k % 2))) & 0xF);
+          const float v = e2m1_to_float(code) * e8m0_to_float(scales[static_cast<size_t>(block)]);
+          const uint16_t bits = float_to_bf16(v);
+          EXPECT_EQ(bf16_to_float(bits), v) << t.name;  // exact, so both models hold the same weights
+          std::memcpy(&w[static_cast<size_t>((e * k_dim + k) * n_dim + n) * 2], &bits, 2);
+        }
+  }
+  return out;
+}
+
+TEST(GptOssBf16Forward, EqualsTheMxfp4ForwardOfTheSameWeights) {
+  // The same model in both forms must give the same logits at every TP: this pins the BF16 experts' K-major
+  // layout, their gate/up interleave and the even TP split of the intermediate against the MXFP4 path (whose
+  // sums group per 32-block, so agreement is to float32 rounding, not bitwise).
+  const ModelProfile mx = test::moe_profile("gpt-oss-tiny-mxfp4"), bf = test::moe_profile("gpt-oss-tiny-bf16");
+  const auto mx_weights = test::synth_checkpoint(mx);
+  const auto bf_weights = dequantized_bf16(bf, mx_weights);
+  const std::vector<int32_t> tokens = tokenize_bytes("MoE, quantized: 0123456789");
+  auto run = [&](const ModelProfile& p, const std::map<std::string, std::vector<uint8_t>>& w, int tp) {
+    RankImages images(p, tp, [&](const std::string& n) { return std::span<const uint8_t>(w.at(n)); });
+    std::vector<RankStorageView> views = images.views();
+    return test::run_tokens(*make_forward(p, images.layouts, views), tokens);
+  };
+  for (int tp : {1, 2, 4}) {
+    const Logits a = run(mx, mx_weights, tp), b = run(bf, bf_weights, tp);
+    double worst = 0.0, spread = 0.0;
+    for (size_t t = 0; t < tokens.size(); ++t)
+      for (size_t v = 0; v < 512; ++v) {
+        worst = std::max(worst, static_cast<double>(std::abs(a[t][v] - b[t][v])));
+        spread = std::max(spread, static_cast<double>(std::abs(a[t][v])));
+      }
+    EXPECT_LT(worst, 1e-5) << "tp " << tp;
+    EXPECT_GT(spread, 0.1) << "tp " << tp;  // the logits are not trivially equal
+    std::printf("gpt-oss-tiny bf16 vs mxfp4 tp=%d max |dlogit| = %.3g\n", tp, worst);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, MoeForward, ::testing::ValuesIn(test::kMoeTinyProfiles), [](const auto& info) {

@@ -2,7 +2,8 @@
 // every runtime storage of every rank (TP 1, 2, 4) is found, through the transform's accessor, at its runtime
 // position holding the bytes of the canonical element an independent oracle names; every other runtime byte
 // (padding) is zero although the buffer was dirty before the load; every canonical element is used by some rank.
-// Includes ceil-sharded NVFP4 w2 scales (a 16-block straddling two ranks) and gpt_oss's uneven block split.
+// Includes ceil-sharded NVFP4 w2 scales (a 16-block straddling two ranks), gpt_oss's uneven block split and gpt_oss's
+// K-major BF16 experts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -275,6 +276,29 @@ Oracle gpt_oss_oracle(const ModelProfile& p, int tp, int rank, const std::string
   return [](const Index&) { return Src{}; };
 }
 
+/// gpt_oss with BF16 experts: the rank's I/tp intermediate columns of the canonical [E, in, out] tensors. Output j
+/// of the local intermediate is global start + j; gate/up keep their parity (column 2j gate, 2j + 1 up).
+Oracle gpt_oss_bf16_oracle(const ModelProfile& p, int tp, int rank, const std::string& storage) {
+  const ModelDims& d = p.dims;
+  Common c{d, tp, rank, ""};
+  if (auto o = c.try_common(storage)) return *o;
+  if (auto o = c.try_gqa(storage)) return *o;
+  const Split s = split(storage);
+  const int64_t start = rank * (d.intermediate / tp);
+  const std::string ex = s.layer + "mlp.experts.";
+  if (s.rest == "mlp.experts.w13_weight")  // [E, H, 2 I_r]: local output g[2] = 2j + parity
+    return [=](const Index& g) {
+      return Src{ex + "gate_up_proj", {g[0], g[1], 2 * (start + g[2] / 2) + g[2] % 2}};
+    };
+  if (s.rest == "mlp.experts.w13_bias")
+    return [=](const Index& g) { return Src{ex + "gate_up_proj_bias", {g[0], 2 * (start + g[1] / 2) + g[1] % 2}}; };
+  if (s.rest == "mlp.experts.w2_weight")  // [E, I_r, H]: input rows of the local intermediate
+    return [=](const Index& g) { return Src{ex + "down_proj", {g[0], start + g[1], g[2]}}; };
+  if (s.rest == "mlp.experts.w2_bias") return [=](const Index& g) { return Src{ex + "down_proj_bias", g}; };
+  ADD_FAILURE() << "no oracle for " << storage;
+  return [](const Index&) { return Src{}; };
+}
+
 /// Runtime byte offset of gathered element `g` of `spec` (the transform's accessor); nullopt for the per-expert
 /// scalar transforms, which combine elements and are checked by value.
 std::optional<uint64_t> runtime_offset(const RuntimeStorageSpec& spec, const Index& g) {
@@ -405,6 +429,10 @@ TEST(MoeLayout, KimiTinyEveryElementTraces) {
 
 TEST(MoeLayout, GptOssTinyEveryElementTraces) {
   trace_profile(find_profile("gpt-oss-tiny-mxfp4", kProfiles), gpt_oss_oracle, {1, 2, 4});
+}
+
+TEST(MoeLayout, GptOssTinyBf16EveryElementTraces) {
+  trace_profile(find_profile("gpt-oss-tiny-bf16", kProfiles), gpt_oss_bf16_oracle, {1, 2, 4});
 }
 
 /// Kimi-tiny with moe_intermediate 48: at TP 2 each rank holds 24 columns of down_proj, so 16-blocks straddle.
@@ -625,6 +653,58 @@ TEST(MoeLayout, GptOssTinyUnevenBlocksArePadded) {
   for (size_t i = 0; i < l[0].storages.size(); ++i) EXPECT_EQ(l[0].storages[i].shape, l[3].storages[i].shape);
 }
 
+TEST(MoeLayout, GptOssTinyBf16StorageShapes) {
+  ModelProfile p = find_profile("gpt-oss-tiny-bf16", kProfiles);  // intermediate 224: 56 per rank at TP 4
+  EXPECT_EQ(gpt_oss_expert_slice(p, 4, 3).start, 168);
+  EXPECT_EQ(gpt_oss_expert_slice(p, 4, 3).length, 56);
+  EXPECT_EQ(gpt_oss_expert_slice(p, 4, 3).padded, 56);
+  EXPECT_EQ(gpt_oss_expert_slice(find_profile("gpt-oss-tiny-mxfp4", kProfiles), 4, 3).padded, 64);
+  std::vector<RankLayout> l = build_rank_layouts(p, 4);
+  const RankLayout& r3 = l[3];
+  auto at = [&](const std::string& name) { return r3.storages.at(r3.index_of(name)); };
+  const std::string ex = "model.layers.1.mlp.experts.";
+  struct Want {
+    std::string leaf;
+    Shape shape;
+    std::string canonical;
+    int dim;
+    int64_t start, length;
+  };
+  for (const Want& w : std::vector<Want>{{"w13_weight", {8, 96, 112}, "gate_up_proj", 2, 336, 112},
+                                         {"w13_bias", {8, 112}, "gate_up_proj_bias", 1, 336, 112},
+                                         {"w2_weight", {8, 56, 96}, "down_proj", 1, 168, 56},
+                                         {"w2_bias", {8, 96}, "down_proj_bias", 0, 0, 8}}) {
+    const RuntimeStorageSpec s = at(ex + w.leaf);
+    EXPECT_EQ(s.dtype, DType::BF16) << w.leaf;
+    EXPECT_EQ(s.transform, "none") << w.leaf;
+    EXPECT_EQ(s.shape, w.shape) << w.leaf;
+    EXPECT_EQ(s.gathered_shape, w.shape) << w.leaf;
+    ASSERT_EQ(s.fragments.size(), 1u) << w.leaf;
+    EXPECT_EQ(s.fragments[0].canonical, ex + w.canonical) << w.leaf;
+    EXPECT_EQ(s.fragments[0].dim, w.dim) << w.leaf;
+    EXPECT_EQ(s.fragments[0].start, w.start) << w.leaf;
+    EXPECT_EQ(s.fragments[0].length, w.length) << w.leaf;
+    // A stacked canonical tensor sliced below the expert dim loads expert by expert (storage_slices).
+    EXPECT_EQ(storage_slices(s), 8) << w.leaf;
+  }
+  for (const char* gone : {"w13_weight_scale", "w2_weight_scale"})
+    expect_error([&] { r3.index_of(ex + gone); }, ErrorKind::Missing, {gone});
+  // MXFP4's storage list less the two scales; the same list on every rank.
+  const RankLayout mx3 = build_rank_layouts(find_profile("gpt-oss-tiny-mxfp4", kProfiles), 4)[3];
+  EXPECT_EQ(r3.storages.size(), mx3.storages.size() - 4);
+  for (size_t i = 0; i < l[0].storages.size(); ++i) EXPECT_EQ(l[0].storages[i].shape, r3.storages[i].shape);
+
+  // Rank 1 of 2 (local intermediate starts at 112): up of local j = 7 at input k = 5 is canonical column
+  // 2 * (112 + 7) + 1 of gate_up_proj, stored at ((e * 96 + k) * 224 + 2j + 1) of the K-major w13.
+  Canonical canon(p);
+  const RuntimeStorageSpec w13 = build_rank_layouts(p, 2)[1].storages.at(build_rank_layouts(p, 2)[1].index_of(
+      "model.layers.0.mlp.experts.w13_weight"));
+  std::vector<uint8_t> out(w13.bytes(), 0xEE);
+  load_storage(w13, canon.lookup(), out);
+  const auto& gu = canon.bytes.at("model.layers.0.mlp.experts.gate_up_proj");
+  EXPECT_EQ(std::memcmp(&out[((2 * 96 + 5) * 224 + 2 * 7 + 1) * 2], &gu[((2 * 96 + 5) * 448 + 2 * 119 + 1) * 2], 2), 0);
+}
+
 TEST(MoeLayout, RealProfilesRankBytes) {
   struct Want {
     std::string id;
@@ -637,6 +717,8 @@ TEST(MoeLayout, RealProfilesRankBytes) {
       {"kimi-k2.6-nvfp4", {{1, 594'205'904'896ull}, {4, 150'186'397'696ull}}},
       {"gpt-oss-120b-mxfp4",
        {{1, 65'381'526'144ull}, {2, 32'784'863'616ull}, {4, 16'752'248'064ull}, {8, 8'721'784'512ull}}},
+      {"gpt-oss-120b-bf16",
+       {{1, 233'658'313'344ull}, {2, 116'856'017'280ull}, {4, 58'454'869'248ull}, {8, 29'254'295'232ull}}},
   };
   for (const Want& w : want) {
     ModelProfile p = find_profile(w.id, kProfiles);
@@ -648,6 +730,8 @@ TEST(MoeLayout, RealProfilesRankBytes) {
   // GLM TP 1 has no padding (every FP8 dim is a multiple of 16) and replicates nothing: rank bytes == canonical.
   // gpt-oss TP 1 adds only the scale swizzle padding: per layer 128 experts x ((5888-5760) x 90 + (3072-2880) x 90).
   EXPECT_EQ(65'381'526'144ull - 65'248'815'744ull, 36ull * 128 * (128 * 90 + 192 * 90));
+  // gpt-oss BF16 TP 1 is the canonical checkpoint byte for byte: no transform, no padding, nothing replicated.
+  EXPECT_EQ(find_profile("gpt-oss-120b-bf16", kProfiles).canonical_bytes(), 233'658'313'344ull);
 }
 
 TEST(MoeLayout, TpErrorsNameTheDimension) {

@@ -1,5 +1,6 @@
-// Profiles of the quantized MoE families: exact canonical bytes of the real profiles (literal and re-derived from
-// the dims), tensor names/dtypes/shapes at chosen indices, tiny presets, schema errors naming file and field,
+// Profiles of the MoE families (quantized, and gpt_oss with BF16 experts): exact canonical bytes of the real
+// profiles (literal and re-derived from the dims), tensor names/dtypes/shapes at chosen indices, tiny presets,
+// schema errors naming file and field,
 // the `experts`/`layers` scaling knobs, and the forward factory's error for a family without a forward pass.
 #include <gtest/gtest.h>
 
@@ -37,7 +38,8 @@ TEST(MoeProfiles, AllShippedProfilesParseAndLayOut) {
     }
   }
   for (const char* id : {"glm-4.5-air-fp8", "glm-tiny-fp8", "kimi-k2.6-nvfp4", "kimi-tiny-nvfp4", "gpt-oss-120b-mxfp4",
-                         "gpt-oss-tiny-mxfp4", "llama-3.1-8b-bf16", "llama-tiny-bf16"})
+                         "gpt-oss-tiny-mxfp4", "gpt-oss-120b-bf16", "gpt-oss-tiny-bf16", "llama-3.1-8b-bf16",
+                         "llama-tiny-bf16"})
     EXPECT_TRUE(ids.count(id)) << id;
 }
 
@@ -199,6 +201,41 @@ TEST(MoeProfiles, GptOss120bMxfp4RealDimsAndBytes) {
   EXPECT_EQ(t[686], (TensorSpec{"lm_head.weight", DType::BF16, {201088, 2880}}));
 }
 
+TEST(MoeProfiles, GptOss120bBf16RealDimsAndBytes) {
+  ModelProfile p = find_profile("gpt-oss-120b-bf16", kProfiles);
+  ModelProfile mx = find_profile("gpt-oss-120b-mxfp4", kProfiles);
+  EXPECT_EQ(p.family, "gpt_oss");
+  EXPECT_EQ(p.quantization, "none");
+  EXPECT_EQ(p.dtype, DType::BF16);
+  EXPECT_FALSE(p.tiny);
+  // The same model: every dim equals the MXFP4 profile's.
+  EXPECT_EQ(p.raw.at("dims"), mx.raw.at("dims"));
+  EXPECT_EQ(p.dims.intermediate, 2880);
+  EXPECT_EQ(p.dims.experts, 128);
+
+  const uint64_t h = 2880, q = 64 * 64, kv = 8 * 64, e = 128, i = 2880, v = 201088;
+  const uint64_t attn = (q * h + q + 2 * (kv * h + kv) + h * q + h + 64) * 2;
+  // BF16 gate_up_proj [E, H, 2I] + bias [E, 2I], down_proj [E, I, H] + bias [E, H].
+  const uint64_t experts = e * (h * 2 * i * 2 + 2 * i * 2) + e * (i * h * 2 + h * 2);
+  const uint64_t layer = attn + 2 * h * 2 + e * h * 2 + e * 2 + experts;
+  EXPECT_EQ(2 * v * h * 2 + h * 2 + 36 * layer, 233'658'313'344ull);
+  EXPECT_EQ(p.canonical_bytes(), 233'658'313'344ull);
+
+  std::vector<TensorSpec> t = p.canonical_tensors();
+  ASSERT_EQ(t.size(), 3u + 36u * 17u);
+  EXPECT_EQ(t[10], (TensorSpec{"model.layers.0.self_attn.sinks", DType::BF16, {64}}));
+  EXPECT_EQ(t[13], (TensorSpec{"model.layers.0.mlp.router.bias", DType::BF16, {128}}));
+  EXPECT_EQ(t[14], (TensorSpec{"model.layers.0.mlp.experts.gate_up_proj", DType::BF16, {128, 2880, 5760}}));
+  EXPECT_EQ(t[15], (TensorSpec{"model.layers.0.mlp.experts.gate_up_proj_bias", DType::BF16, {128, 5760}}));
+  EXPECT_EQ(t[16], (TensorSpec{"model.layers.0.mlp.experts.down_proj", DType::BF16, {128, 2880, 2880}}));
+  EXPECT_EQ(t[17], (TensorSpec{"model.layers.0.mlp.experts.down_proj_bias", DType::BF16, {128, 2880}}));
+  EXPECT_EQ(t[18], (TensorSpec{"model.layers.1.input_layernorm.weight", DType::BF16, {2880}}));
+  EXPECT_EQ(t.back(), (TensorSpec{"lm_head.weight", DType::BF16, {201088, 2880}}));
+  // Non-expert tensors are the MXFP4 profile's, name for name.
+  const std::vector<TensorSpec> m = mx.canonical_tensors();
+  for (size_t k = 0; k < 14; ++k) EXPECT_EQ(t[k], m[k]) << k;
+}
+
 TEST(MoeProfiles, TinyPresetsKeepTheStructure) {
   ModelProfile glm = find_profile("glm-tiny-fp8", kProfiles);
   EXPECT_TRUE(glm.tiny);
@@ -216,7 +253,13 @@ TEST(MoeProfiles, TinyPresetsKeepTheStructure) {
   EXPECT_TRUE(oss.tiny);
   EXPECT_EQ(oss.canonical_bytes(), 915'328u);
   EXPECT_EQ(oss.canonical_tensors().size(), 41u);
-  for (const ModelProfile* p : {&glm, &kimi, &oss}) {
+  ModelProfile oss_bf16 = find_profile("gpt-oss-tiny-bf16", kProfiles);
+  EXPECT_TRUE(oss_bf16.tiny);
+  EXPECT_EQ(oss_bf16.quantization, "none");
+  EXPECT_EQ(oss_bf16.raw.at("dims"), oss.raw.at("dims"));
+  EXPECT_EQ(oss_bf16.canonical_bytes(), 2'431'360u);
+  EXPECT_EQ(oss_bf16.canonical_tensors().size(), 37u);  // 3 + 2 x 17
+  for (const ModelProfile* p : {&glm, &kimi, &oss, &oss_bf16}) {
     EXPECT_GE(p->dims.vocab, 256);
     EXPECT_EQ(p->dims.vocab % 8, 0);
     EXPECT_LE(p->dims.top_k, 4);
@@ -244,6 +287,10 @@ TEST(MoeProfiles, ScaleExpertsKeepsPerExpertShapes) {
   // Stacked expert tensors keep every per-expert dim and shrink the expert dim.
   EXPECT_EQ(oss.canonical_tensors()[14].shape, (Shape{4, 5760, 90, 16}));
   EXPECT_EQ(oss.canonical_tensors()[12].shape, (Shape{4, 2880}));
+  ModelProfile oss_bf16 = scale_profile(find_profile("gpt-oss-120b-bf16", kProfiles), ProfileScale{2, 4});
+  EXPECT_EQ(oss_bf16.id, "gpt-oss-120b-bf16@layers=2@experts=4");
+  EXPECT_EQ(oss_bf16.canonical_tensors()[14].shape, (Shape{4, 2880, 5760}));
+  EXPECT_EQ(oss_bf16.canonical_tensors()[16].shape, (Shape{4, 2880, 2880}));
 
   ModelProfile kimi = scale_profile(find_profile("kimi-k2.6-nvfp4", kProfiles), ProfileScale{3, 8});
   EXPECT_EQ(kimi.canonical_tensors().size(), 3u + 12u + 2u * (12u + 8u * 12u + 2u));
@@ -308,8 +355,9 @@ TEST(MoeProfiles, SchemaErrorsNameFileAndField) {
       {"gpt-oss-tiny-mxfp4", [](auto& j) { j["dims"].erase("sliding_window"); },
        "field 'dims.sliding_window': missing"},
       {"gpt-oss-tiny-mxfp4", [](auto& j) { j["dims"]["vocab"] = 200; }, "field 'dims.vocab': must be >= 256"},
-      {"gpt-oss-tiny-mxfp4", [](auto& j) { j["quantization"] = "none"; },
-       "field 'quantization': 'none' is not supported by family gpt_oss (supported: mxfp4)"},
+      {"gpt-oss-tiny-mxfp4", [](auto& j) { j["quantization"] = "nvfp4"; },
+       "field 'quantization': 'nvfp4' is not supported by family gpt_oss (supported: mxfp4, none)"},
+      {"gpt-oss-tiny-bf16", [](auto& j) { j["dims"]["swiglu_limit"] = -1; }, "field 'dims.swiglu_limit': must be > 0"},
       {"gpt-oss-tiny-mxfp4", [](auto& j) { j["family"] = "mixtral"; }, "field 'family': unsupported family 'mixtral'"},
   };
   for (const Case& c : cases) {
@@ -317,6 +365,21 @@ TEST(MoeProfiles, SchemaErrorsNameFileAndField) {
     c.edit(j);
     expect_error([&] { parse_profile(j, "profiles/x.json"); }, ErrorKind::Format, {"profiles/x.json: " + c.part});
   }
+}
+
+TEST(MoeProfiles, Bf16GptOssNeedsNoWholeMxfp4Blocks) {
+  // The 32-element block rule belongs to MXFP4 experts: BF16 experts take any intermediate and hidden.
+  nlohmann::json j = profile_json("gpt-oss-tiny-bf16");
+  j["dims"]["intermediate"] = 196;
+  j["dims"]["hidden"] = 80;
+  const ModelProfile p = parse_profile(j, "profiles/x.json");
+  EXPECT_EQ(p.dims.intermediate, 196);
+  EXPECT_EQ(p.canonical_tensors()[14], (TensorSpec{"model.layers.0.mlp.experts.gate_up_proj", DType::BF16,
+                                                   {8, 80, 392}}));
+  // ... but SGLang splits the BF16 expert intermediate evenly over TP ranks.
+  EXPECT_EQ(build_rank_layouts(p, 4).size(), 4u);
+  expect_error([&] { build_rank_layouts(p, 8); }, ErrorKind::Mismatch,
+               {"profile 'gpt-oss-tiny-bf16': tp=8 does not divide intermediate (196)"});
 }
 
 TEST(MoeProfiles, MakeForwardRejectsViewsThatDoNotMatchTheLayout) {

@@ -44,10 +44,18 @@ TEST(WorkPool, JobsFromManyThreadsAtOnceAllComplete) {
 TEST(WorkPool, APieceThatThrowsFailsTheJobAndSkipsWhatHasNotBegun) {
   WorkPool pool(2);
   std::atomic<int> ran{0};
+  std::atomic<bool> began{false};
   try {
     pool.run(10000, [&](size_t i) {
       ++ran;
-      if (i == 0) throw std::runtime_error("piece 0 failed");
+      if (i == 0) {
+        began = true;
+        throw std::runtime_error("piece 0 failed");
+      }
+      // The other pieces wait for the failing one to begin: on a loaded host its thread may otherwise start only
+      // after the other worker has taken every piece.
+      while (!began) std::this_thread::yield();
+      std::this_thread::yield();
     });
     FAIL() << "no exception";
   } catch (const std::runtime_error& e) {

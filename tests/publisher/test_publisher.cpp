@@ -135,6 +135,29 @@ TEST(Publisher, InitialValuesInTheirRanges) {
   EXPECT_NE(k, v);
 }
 
+TEST(Publisher, GptOssBf16ExpertsDrawOverTheirFanInAndMoveLowBits) {
+  // gpt-oss BF16 experts are [E, in, out]: gate_up_proj [8, 96, 448] draws within 1/sqrt(96), down_proj [8, 224, 96]
+  // within 1/sqrt(224), not over their last dims; versions flip the lowest mantissa bit like every BF16 tensor.
+  const ModelProfile oss = find_profile("gpt-oss-tiny-bf16", WSBENCH_PROFILES_DIR);
+  for (const TensorSpec& t : oss.canonical_tensors()) {
+    if (!t.name.ends_with(".experts.gate_up_proj") && !t.name.ends_with(".experts.down_proj")) continue;
+    SCOPED_TRACE(t.name);
+    ASSERT_EQ(t.shape.size(), 3u);
+    Bytes v0(t.bytes()), v1(t.bytes());
+    synthesize_canonical(oss, t, 5, 0, std::nullopt, v0);
+    double hi = 0;
+    for (size_t i = 0; i < t.numel(); ++i) hi = std::max(hi, std::abs(double{bf16_to_float(code_at(v0, i))}));
+    const double bound = 1.0 / std::sqrt(static_cast<double>(t.shape[1]));
+    EXPECT_LE(hi, bound * 1.004);
+    EXPECT_GT(hi, bound * 0.99);
+    synthesize_canonical(oss, t, 5, 1, std::nullopt, v1);
+    const std::vector<size_t> diff = changed(v0, v1);
+    for (size_t i : diff) ASSERT_EQ(code_at(v0, i) ^ code_at(v1, i), 1) << i;
+    const double n = static_cast<double>(t.numel()), sd = std::sqrt(n * 0.01 * 0.99);
+    EXPECT_NEAR(static_cast<double>(diff.size()), n * 0.01, 6 * sd);
+  }
+}
+
 TEST(Publisher, PerturbationStaysFiniteFlipsOneBitAtDensity) {
   uint64_t total = 0;
   for (const TensorSpec& t : tiny().canonical_tensors()) {
@@ -373,6 +396,15 @@ TEST(Publisher, OverwriteEncodingAndAppend) {
   other_seed.seed = 5;
   expect_error([&] { publish(tiny(), other_seed); }, ErrorKind::Checksum,
                {"tensor 'model.embed_tokens.weight' of published version 000003", "seed 5"});
+  // Same model and seed, another density: said as such (version 0 does not depend on the density).
+  PublishOptions other_density = other_seed;
+  other_density.seed = append.seed;
+  other_density.density = 0.05;
+  expect_error([&] { publish(tiny(), other_density); }, ErrorKind::Mismatch,
+               {"cannot append to " + parts.path().string() +
+                ": density differs: published version 000003 was not made with density 0.05 (tensor "
+                "'model.embed_tokens.weight'), while version 000000 is the synthetic model 'llama-tiny-bf16' with seed "
+                "4: append with the density the store was published with"});
   EXPECT_FALSE(store.has(4));
   EXPECT_EQ(store.latest(), 3u);
   PublishOptions backwards = append;
@@ -673,7 +705,8 @@ TEST_P(FullCheckpointConfig, FullCheckpointsCarryConfigJsonDeltasDoNot) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyPresets, FullCheckpointConfig,
-                         ::testing::Values("llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"),
+                         ::testing::Values("llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4",
+                                           "gpt-oss-tiny-bf16"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)

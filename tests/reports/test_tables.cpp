@@ -1,7 +1,9 @@
 // Exact rendering of the summary (seed-style), phase and fleet tables, markdown and terminal text.
 #include <gtest/gtest.h>
 
+#include "reports/checks_table.hpp"
 #include "reports/host_table.hpp"
+#include "reports/memory_table.hpp"
 #include "reports/phase_table.hpp"
 #include "reports/summary_table.hpp"
 #include "results_builders.hpp"
@@ -54,6 +56,35 @@ TEST(ReportsTables, SummaryAddsTpOnlyWhereNeededAndHostWhenSeveral) {
   EXPECT_EQ(t.rows[1][0].text(), "m tp4");
   EXPECT_EQ(t.rows[2][0].text(), "m");
   EXPECT_EQ(t.rows[1][3].text(), "b");
+}
+
+// Cells that differ only in a workload field (encoding here; target, density, bucket size, checkpoint alike) would
+// print identical rows: the tables then show each cell's id.
+TEST(ReportsTables, RowsThatWouldLookAlikeShowTheCellId) {
+  Cell xor_cell = testing::cell("m", "cpu", "native", 2, "h1", {{1.0, 2.0}});
+  xor_cell.id = "m/cpu/native/tp2/xor";
+  xor_cell.extra["encoding"] = "xor";
+  Cell overwrite_cell = testing::cell("m", "cpu", "native", 2, "h1", {{1.0, 2.0}});
+  overwrite_cell.id = "m/cpu/native/tp2/overwrite";
+  overwrite_cell.extra["encoding"] = "overwrite";
+  const std::vector<Cell> cells = {xor_cell, overwrite_cell};
+  EXPECT_EQ(render_text(summary_table(cells)),
+            "# Model  Mode  Runtime  Cell                        n  Pause range  Pause \u2264 commit call  Max stall range  "
+            "Complete loop range  Checks\n"
+            "  m      cpu   native   m/cpu/native/tp2/xor        1      1.000 s                  n/a              n/a  "
+            "            2.000 s  pass\n"
+            "  m      cpu   native   m/cpu/native/tp2/overwrite  1      1.000 s                  n/a              n/a  "
+            "            2.000 s  pass\n");
+  const Table checks = checks_table(cells);
+  ASSERT_EQ(checks.columns[3].header, "Cell");
+  EXPECT_EQ(checks.rows[1][3].text(), "m/cpu/native/tp2/overwrite");
+  const Table memory = memory_table(cells);
+  ASSERT_EQ(memory.columns[3].header, "Cell");
+  EXPECT_EQ(memory.rows[0][3].text(), "m/cpu/native/tp2/xor");
+  // Distinct rows keep the narrow table.
+  const std::vector<Cell> distinct = {xor_cell, testing::cell("m", "disk", "native", 2, "h1", {{1.0, 2.0}})};
+  EXPECT_EQ(summary_table(distinct).columns[3].header, "n");
+  EXPECT_EQ(checks_table(distinct).columns[3].header, "n");
 }
 
 Cell phased_cell() {

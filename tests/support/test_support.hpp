@@ -46,7 +46,8 @@ class TempDir {
 };
 
 /// A tiny CI profile by id (models/profiles/<id>.json): llama-tiny-bf16 by default; glm-tiny-fp8,
-/// kimi-tiny-nvfp4 and gpt-oss-tiny-mxfp4 for the quantized MoE families.
+/// kimi-tiny-nvfp4 and gpt-oss-tiny-mxfp4 for the quantized MoE families, gpt-oss-tiny-bf16 for gpt_oss with BF16
+/// experts.
 /// The sync options of mode `name` ("disk", "cpu", "refit") with every setting at its default.
 inline SyncOptions sync_of(std::string_view name) { return SyncOptions{parse_sync_mode(name)}; }
 

@@ -1,4 +1,4 @@
-// Device forwards of the quantized MoE families (glm4_moe FP8, deepseek_v3 NVFP4, gpt_oss MXFP4) against the CPU
+// Device forwards of the MoE families (glm4_moe FP8, deepseek_v3 NVFP4, gpt_oss MXFP4 and BF16) against the CPU
 // reference forwards on their tiny presets at TP 1 and 2: the same runtime storages loaded into host memory (CPU
 // forward) and into DeviceStorages (device forward) give the same logits and greedy tokens; the device forward is
 // bitwise reproducible across instances, graph replay vs direct launches, and slot reuse; a flipped storage byte
@@ -87,8 +87,8 @@ class MoeDeviceForward : public ::testing::TestWithParam<std::tuple<std::string,
     storages->flip_byte(rank, images->layouts[static_cast<size_t>(rank)].index_of(name), offset);
   }
   /// In the last layer's stacked w13 experts of every rank, flips the first byte of every expert whose flipped
-  /// code stays finite (E4M3 0x7E ^ 1 would be NaN; E2M1 codes have no NaN): whichever experts the router picks,
-  /// one of their weights changed.
+  /// code stays finite (E4M3 0x7E ^ 1 would be NaN; E2M1 codes have no NaN; a BF16 weight moves by its last
+  /// mantissa bit): whichever experts the router picks, one of their weights changed.
   void flip_every_expert() {
     const std::string name = llama_layer_name(profile.dims.layers - 1, "mlp.experts.w13_weight");
     for (int r = 0; r < tp; ++r) {

@@ -108,6 +108,23 @@ inline void make_dense(LinearCase& c, DeviceDenseDtype dtype, int64_t experts, i
   c.what = std::string("dense ") + (dtype == DeviceDenseDtype::BF16 ? "bf16" : dtype == DeviceDenseDtype::F16 ? "f16" : "f32");
 }
 
+/// DenseKMajor: the codes of make_dense laid out [E, cols, rows] (outputs contiguous, gpt_oss BF16 experts).
+inline void make_dense_kmajor(LinearCase& c, DeviceDenseDtype dtype, int64_t experts, int64_t rows, int64_t cols,
+                              uint32_t seed) {
+  make_dense(c, dtype, experts, rows, cols, seed);
+  const size_t esize = dtype == DeviceDenseDtype::F32 ? 4 : 2;
+  std::vector<uint8_t> kmajor(c.weight.size());
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t k = 0; k < cols; ++k)
+        std::memcpy(&kmajor[static_cast<size_t>((e * cols + k) * rows + n) * esize],
+                    &c.weight[static_cast<size_t>((e * rows + n) * cols + k) * esize], esize);
+  c.weight = std::move(kmajor);
+  c.linear.format = DeviceLinearFormat::DenseKMajor;
+  c.linear.weight = c.weight.data();
+  c.what = "dense_kmajor " + c.what.substr(6);
+}
+
 /// FP8 per-channel: gathered E4M3 [E, rows, cols] and F32 scale [E, rows, 1] through fp8_channel_weight/scale.
 inline void make_fp8(LinearCase& c, int64_t experts, int64_t rows, int64_t cols, uint32_t seed) {
   set_common(c, DeviceLinearFormat::Fp8Channel, experts, rows, cols);
@@ -226,12 +243,14 @@ inline std::vector<float> emulate_matvec(const DeviceLinear& l, const int32_t* i
     }
     const float* xs = x + slot * x_stride;
     for (int64_t n = 0; n < l.rows; ++n) {
-      if (l.format == DeviceLinearFormat::Fp8Channel) {
+      if (l.format == DeviceLinearFormat::Fp8Channel || l.format == DeviceLinearFormat::DenseKMajor) {
+        const bool fp8 = l.format == DeviceLinearFormat::Fp8Channel;
         float partial[kFp8Slices];
-        for (int s = 0; s < kFp8Slices; ++s) partial[s] = fp8_slice_partial(l, e, n, s, xs);
+        for (int s = 0; s < kFp8Slices; ++s)
+          partial[s] = fp8 ? fp8_slice_partial(l, e, n, s, xs) : dense_kmajor_slice_partial(l, e, n, s, xs);
         float sum = partial[0];
         for (int s = 1; s < kFp8Slices; ++s) sum += partial[s];
-        out[n] = sum * fp8_channel_scale(l, e, n);
+        out[n] = fp8 ? sum * fp8_channel_scale(l, e, n) : sum;
         continue;
       }
       float lane[kWarp];

@@ -18,7 +18,7 @@ namespace {
 
 using test::LinearCase;
 
-enum class Kind { DenseBf16, DenseF16, DenseF32, Fp8, Nvfp4Word, Nvfp4Phase, Mxfp4 };
+enum class Kind { DenseBf16, DenseF16, DenseF32, Fp8, Nvfp4Word, Nvfp4Phase, Mxfp4, DenseKMajorBf16, DenseKMajorF32 };
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -29,6 +29,8 @@ const char* kind_name(Kind k) {
     case Kind::Nvfp4Word: return "Nvfp4Word";
     case Kind::Nvfp4Phase: return "Nvfp4Phase";
     case Kind::Mxfp4: return "Mxfp4";
+    case Kind::DenseKMajorBf16: return "DenseKMajorBf16";
+    case Kind::DenseKMajorF32: return "DenseKMajorF32";
   }
   return "?";
 }
@@ -43,6 +45,8 @@ void build(LinearCase& c, Kind kind, int64_t experts) {
     case Kind::Nvfp4Word: return test::make_nvfp4(c, experts, 45, 1088, 0, 5);  // 68 blocks: lanes take 2 or 3
     case Kind::Nvfp4Phase: return test::make_nvfp4(c, experts, 130, 90, 6, 6);  // straddled first/last blocks
     case Kind::Mxfp4: return test::make_mxfp4(c, experts, 33, 1100, 7);         // 35 blocks, the last partial
+    case Kind::DenseKMajorBf16: return test::make_dense_kmajor(c, DeviceDenseDtype::BF16, experts, 45, 200, 8);
+    case Kind::DenseKMajorF32: return test::make_dense_kmajor(c, DeviceDenseDtype::F32, experts, 9, 33, 9);
   }
 }
 
@@ -89,7 +93,8 @@ TEST_P(LinearEmulation, BothBlockReadPathsGiveIdenticalBits) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, LinearEmulation,
                          ::testing::Values(Kind::DenseBf16, Kind::DenseF16, Kind::DenseF32, Kind::Fp8,
-                                           Kind::Nvfp4Word, Kind::Nvfp4Phase, Kind::Mxfp4),
+                                           Kind::Nvfp4Word, Kind::Nvfp4Phase, Kind::Mxfp4, Kind::DenseKMajorBf16,
+                                           Kind::DenseKMajorF32),
                          [](const auto& info) { return kind_name(info.param); });
 
 // ---- launch checks: pure host code before any CUDA call, so they run without a device ----
@@ -154,6 +159,12 @@ TEST(LaunchLinearMatvec, InconsistentDescriptionsRefused) {
   l = dense.linear;
   l.dense_dtype = static_cast<DeviceDenseDtype>(7);
   expect_refused(l, 1, 0, "dense_dtype 7 is not BF16, F16 or F32");
+
+  LinearCase kmajor;
+  test::make_dense_kmajor(kmajor, DeviceDenseDtype::BF16, 1, 4, 8, 5);
+  l = kmajor.linear;
+  l.weight = kmajor.weight.data() + 1;
+  expect_refused(l, 1, 0, "launch_linear_matvec (dense_kmajor 4 x 8): weight pointer is not element-aligned");
 }
 
 TEST(LaunchLinearMatvec, ZeroSlotsEnqueueNothing) {
@@ -268,7 +279,8 @@ TEST_P(LinearDevice, SharedInputWithoutIdsIsExpertZeroInEverySlot) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, LinearDevice,
                          ::testing::Values(Kind::DenseBf16, Kind::DenseF16, Kind::DenseF32, Kind::Fp8,
-                                           Kind::Nvfp4Word, Kind::Nvfp4Phase, Kind::Mxfp4),
+                                           Kind::Nvfp4Word, Kind::Nvfp4Phase, Kind::Mxfp4, Kind::DenseKMajorBf16,
+                                           Kind::DenseKMajorF32),
                          [](const auto& info) { return kind_name(info.param); });
 
 TEST(LinearDeviceGraph, ReplaysReadTheExpertIdsAfresh) {

@@ -1,0 +1,44 @@
+// `wsbench publish --versions`: "N" means what a matrix's publish_versions N means (FULL v0 and DELTA v1..vN);
+// "A..B" appends or starts a range.
+#include <gtest/gtest.h>
+
+#include "cli/commands.hpp"
+#include "publication/store.hpp"
+#include "tests/support/test_support.hpp"
+
+namespace wsb {
+namespace {
+
+PublishArgs args_for(const std::filesystem::path& store, const std::string& versions) {
+  PublishArgs a;
+  a.model = "llama-tiny-bf16";
+  a.store = store;
+  a.versions = versions;
+  a.seed = 7;
+  return a;
+}
+
+TEST(CliPublish, SingleNumberPublishesZeroThroughN) {
+  test::TempDir dir;
+  EXPECT_EQ(cmd_publish(WSBENCH_PROFILES_DIR, args_for(dir / "store", "2")), 0);
+  const Store store(dir / "store");
+  EXPECT_TRUE(store.has(0));
+  EXPECT_TRUE(store.has(1));
+  EXPECT_TRUE(store.has(2));
+  EXPECT_FALSE(store.has(3));
+  EXPECT_EQ(store.latest(), 2u);
+  // A range appends: 3..3 is the single next version.
+  EXPECT_EQ(cmd_publish(WSBENCH_PROFILES_DIR, args_for(dir / "store", "3..3")), 0);
+  EXPECT_EQ(Store(dir / "store").latest(), 3u);
+}
+
+TEST(CliPublish, BadVersionsAreNamed) {
+  test::TempDir dir;
+  test::expect_error([&] { cmd_publish(WSBENCH_PROFILES_DIR, args_for(dir / "store", "x")); }, ErrorKind::Format,
+                     {"--versions: 'x' is not a version number (N)"});
+  test::expect_error([&] { cmd_publish(WSBENCH_PROFILES_DIR, args_for(dir / "store", "3..1")); }, ErrorKind::Format,
+                     {"--versions 3..1: last version before first"});
+}
+
+}  // namespace
+}  // namespace wsb
