@@ -22,6 +22,7 @@
 #include "core/errors.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
+#include "modes/refit/rank_shards.hpp"
 #include "modes/sync/rank_image.hpp"
 
 extern char** environ;
@@ -120,6 +121,13 @@ void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, con
       if (!skip_reason(cell, launcher).empty()) continue;  // not started: needs neither its program nor a device
       resolve_launcher_program(launcher);
       if (cell.uses_cuda()) check_device_fits(cell, layouts);
+      // An embedded refit never splits a weight across buckets: a bucket too small for the model would fail every
+      // trial of the cell, so it is bad input, refused with the bucket that works. (An http cell's protocol sends an
+      // oversized tensor in a bucket of its own.)
+      if (cell.sync.mode == SyncModeKind::Refit && cell.engine != "http" && cell.sync.refit.bucket_bytes != 0) {
+        refit::check_bucket_fits(cell.sync.refit.bucket_bytes,
+                                 refit::plan_rank_shards(profile.canonical_tensors(), layouts));
+      }
     } catch (const Error& e) {
       const bool keep = e.kind() == ErrorKind::Resource || e.kind() == ErrorKind::Missing;
       throw Error(keep ? e.kind() : ErrorKind::Format,
@@ -166,7 +174,7 @@ Results run_matrix(const RunOptions& options, const fs::path& self) {
                                                options.matrix_path.string()));
   }
   cells = shard_cells(cells, options.shard);  // may be empty: a job array can have more tasks than cells
-  check_cells(matrix, cells, options.profiles_dir);  // a bad model/tp/scale fails here, before any child runs
+  check_cells(matrix, cells, options.profiles_dir);  // a bad model/tp/scale/bucket fails here, before any child runs
   fs::create_directories(options.out_dir / "cells");
   Results results;
   results.context = collect_context();

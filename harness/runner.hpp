@@ -44,7 +44,8 @@ void check_device_fits(const MatrixCell& cell, const std::vector<RankLayout>& la
 
 /// Checks that every cell's profile exists and its scale and TP size fit, that the launcher of every cell that will
 /// run finds its program, and that CUDA cells that will run find their device (check_device_fits; cells with a
-/// skip_reason are not checked for devices). Throws Error(Format) naming the matrix, the cell and the reason;
+/// skip_reason are not checked for devices), and that an embedded refit cell's bucket_bytes holds the largest weight
+/// of every rank (refit::check_bucket_fits). Throws Error(Format) naming the matrix, the cell and the reason;
 /// Error(Missing) for a launcher program that is not installed; Error(Resource) for a missing or too small device.
 void check_cells(const Matrix& matrix, const std::vector<MatrixCell>& cells, const std::filesystem::path& profiles_dir);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "publication/xor_stream.hpp"
 #include "publication/zstd_frame.hpp"
 
 namespace wsb {
@@ -15,18 +16,6 @@ namespace {
 
 // Mask bytes decoded at a time: small enough to stay in L2 beside the tensor bytes they are xored into.
 constexpr size_t kMaskChunk = 1 << 18;
-
-void xor_into(uint8_t* out, const uint8_t* mask, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {  // word at a time; memcpy keeps it alignment- and aliasing-safe
-    uint64_t a, b;
-    std::memcpy(&a, out + i, 8);
-    std::memcpy(&b, mask + i, 8);
-    a ^= b;
-    std::memcpy(out + i, &a, 8);
-  }
-  for (; i < n; ++i) out[i] ^= mask[i];
-}
 
 struct DStreamFree {
   void operator()(ZSTD_DStream* s) const { ZSTD_freeDStream(s); }

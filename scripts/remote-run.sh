@@ -18,6 +18,9 @@
 #   bench          every benchmark executable (.carry/bench/bench_<name>, 240 s each), Google Benchmark JSON
 #   bench-device   bench_device alone, with --short
 #   h200=REGEX     matrices/h200.json, the cells whose id matches REGEX
+#   matrix=NAME[,REGEX]  matrices/NAME.json (its cells whose id matches REGEX), results under logs/NAME/
+#   fixtures       tests/fixtures/make_hf_tiny.py rebuilt into /tmp and compared byte for byte with the committed
+#                  fixtures (needs torch and transformers)
 # Each step runs under a time limit, 600 s unless given as STEP@SECONDS (e.g. h200=llama@900): a step that hangs
 # is ended (then killed 5 s later), and the later steps and the packing still run. Each step prints its exit
 # status, the tail of its log and its wall time.
@@ -92,6 +95,17 @@ run_step() {
       echo "$regex" > "$out/logs/$dir/filter.txt"
       .carry/wsbench run matrices/h200.json --filter "$regex" --out "$out/logs/$dir" > "$out/logs/$dir.txt" 2>&1; echo "h200 rc $?"
       tail -60 "$out/logs/$dir.txt" ;;
+    matrix=*) spec=${step#matrix=}; name=${spec%%,*}; regex=.
+      [[ "$spec" == *,* ]] && regex=${spec#*,}
+      rm -rf /tmp/matrix-work && mkdir -p "$out/logs/$name" /tmp/matrix-work && ln -sfn /tmp/matrix-work "$out/logs/$name/work"
+      .carry/wsbench run "matrices/$name.json" --filter "$regex" --out "$out/logs/$name" > "$out/logs/$name.txt" 2>&1; echo "$name rc $?"
+      rm -f "$out/logs/$name/work"; tail -60 "$out/logs/$name.txt" ;;
+    fixtures)
+      rm -rf /tmp/fixtures-again && python3 tests/fixtures/make_hf_tiny.py --out /tmp/fixtures-again > "$out/logs/fixtures.txt" 2>&1; echo "make_hf_tiny rc $?"
+      for d in /tmp/fixtures-again/hf-*; do
+        n=$(basename "$d")
+        if diff -rq "$d" "tests/fixtures/$n" >> "$out/logs/fixtures.txt" 2>&1; then echo "$n identical"; else echo "$n DIFFERS"; fi
+      done | tee -a "$out/logs/fixtures.txt"; cp /tmp/fixtures-again/*.json "$out/logs/" 2>/dev/null; tail -5 "$out/logs/fixtures.txt" ;;
     # Written as bench_device-short.* so that it never overwrites the bench step's bench_device.* of the same run.
     bench-device) .carry/bench/bench_device --short --benchmark_out="$out/logs/bench_device-short.json" --benchmark_out_format=json > "$out/logs/bench_device-short.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device-short.txt" ;;
     *) echo "unknown step $step" ;;

@@ -79,8 +79,8 @@ void DeepseekV3DeviceForward::attention(const Layer& w, const MoeRankBuffers& s,
   rms_norm(a + d.q_lora_rank, w.kv_a_norm, type_, d.kv_lora_rank, eps_, s.c, st);
   launch_linear_matvec(w.kv_b, nullptr, 1, s.c, 0, kv, st);
   float* k_rope = a + d.q_lora_rank + d.kv_lora_rank;
-  rope_interleaved(k_rope, 1, rope, rope, inv_freq, position, st);
-  rope_interleaved(q + nope, heads, qk, rope, inv_freq, position, st);
+  rope_interleaved(k_rope, 1, rope, rope, inv_freq, position, rope_scale(), st);
+  rope_interleaved(q + nope, heads, qk, rope, inv_freq, position, rope_scale(), st);
   // Naive expansion: each head's key is [k_nope | shared k_rope], its value v; both cached per head.
   float* k_cache = s.k[static_cast<size_t>(layer)];
   float* v_cache = s.v[static_cast<size_t>(layer)];

@@ -174,7 +174,8 @@ DeviceForwardBase::DeviceForwardBase(const ModelProfile& p, const std::vector<Ra
   slots_.resize(static_cast<size_t>(options_.max_sequences));
 }
 
-void DeviceForwardBase::upload_inv_freq(const std::vector<float>& inv_freq) {
+void DeviceForwardBase::upload_inv_freq(const std::vector<float>& inv_freq, float cos_sin_scale) {
+  rope_scale_ = cos_sin_scale;
   for (int l = 0; l < topo_.lanes(); ++l) {
     const int device = topo_.lane_device[static_cast<size_t>(l)];
     const uint64_t bytes = std::max<uint64_t>(inv_freq.size(), 1) * sizeof(float);

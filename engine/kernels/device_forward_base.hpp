@@ -78,9 +78,12 @@ class DeviceForwardBase : public ForwardModel {
   /// linear_matvec.
   const RankStorages& rank_storages() const { return storages_; }
   /// Copies `inv_freq` (computed on the host exactly as the CPU forward does) to every lane's device, for the rope
-  /// kernels (call once, from the family constructor). Throws Error(Resource) when device memory is short,
+  /// kernels (call once, from the family constructor), and keeps `cos_sin_scale` (the YaRN attention scaling of
+  /// rope_frequencies, models/forward/rope_yarn.hpp) for them. Throws Error(Resource) when device memory is short,
   /// Error(Io) when the copy fails.
-  void upload_inv_freq(const std::vector<float>& inv_freq);
+  void upload_inv_freq(const std::vector<float>& inv_freq, float cos_sin_scale = 1.0f);
+  /// The cos/sin multiplier given to upload_inv_freq.
+  float rope_scale() const { return rope_scale_; }
   /// Rank `rank`'s copy of the uploaded inverse frequencies, on its device.
   const float* inv_freq(int rank) const { return inv_freq_[static_cast<size_t>(rank)]; }
 
@@ -114,6 +117,7 @@ class DeviceForwardBase : public ForwardModel {
   RankStorages storages_;
   std::vector<DeviceArena> inv_freq_arena_;  ///< per lane
   std::vector<const float*> inv_freq_;       ///< per rank (its lane's copy)
+  float rope_scale_ = 1.0f;
   std::shared_ptr<SlotPool> pool_;
   mutable std::vector<Slot> slots_;  ///< max_sequences entries; entry i written only under pool_->mutex
 };

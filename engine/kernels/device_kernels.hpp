@@ -46,11 +46,11 @@ void matvec(const uint8_t* w, WeightType type, int64_t rows, int64_t cols, const
 
 /// RoPE, rotate_half convention over the first `rotary_dim` elements of each of `heads` consecutive head_dim-wide
 /// vectors of x (in place): angle_j = inv_freq[j] * float(*position), element j pairs with j + rotary_dim/2:
-/// a' = a*cos - b*sin, b' = b*cos + a*sin (dense_ops.hpp apply_rope / moe_ops.hpp apply_partial_rope), cos and
-/// sin each times `scale` (YaRN's attention factor, dense_ops.hpp rope_angles; 1 for plain RoPE).
-/// inv_freq has rotary_dim/2 floats (dense_ops.hpp rope_inv_freq / rope_yarn, computed on the host).
+/// a' = a*cos - b*sin, b' = b*cos + a*sin (dense_ops.hpp apply_rope / moe_ops.hpp apply_partial_rope).
+/// inv_freq has rotary_dim/2 floats (models/forward/rope_yarn.hpp rope_frequencies, computed on the host); cos and
+/// sin are multiplied by `cos_sin_scale` (the YaRN attention scaling; 1 for plain RoPE) as transformers does.
 void rope(float* x, int heads, int head_dim, int rotary_dim, const float* inv_freq, const int32_t* position,
-          float scale, cudaStream_t stream);
+          float cos_sin_scale, cudaStream_t stream);
 
 /// Appends one position to a KV cache: k_cache[*position * width + i] = k[i], v_cache likewise, i < width.
 /// Caches are position-major [max_positions, width].

@@ -32,7 +32,7 @@ Glm4MoeDeviceForward::Glm4MoeDeviceForward(const ModelProfile& p, const std::vec
                                            const DeviceForwardOptions& options)
     : MoeDeviceForwardBase(p, layouts, views, options, glm4_moe_attention(p.dims).rotary_dim) {
   const ModelDims& d = dims_;
-  attn_ = DeviceGqaParams{glm4_moe_attention(d), type_};
+  attn_ = DeviceGqaParams{glm4_moe_attention(d), type_, rope_scale()};
   const int tp = this->tp();
   const SigmoidFamilyWidths widths = sigmoid_family_widths(d, tp);
   need_mlp(sizes(), widths.inter);

@@ -52,11 +52,11 @@ class GptOssDeviceForward final : public MoeDeviceForwardBase {
 GptOssDeviceForward::GptOssDeviceForward(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                          const std::vector<DeviceRankView>& views,
                                          const DeviceForwardOptions& options)
-    // transformers GptOssRotaryEmbedding: YaRN inv_freq over head_dim (the attention factor rides in attn_).
-    : MoeDeviceForwardBase(p, layouts, views, options, gpt_oss_rope(p.dims).inv_freq) {
+    // transformers GptOssRotaryEmbedding: inv_freq over head_dim, YaRN when rope_scaling says so.
+    : MoeDeviceForwardBase(p, layouts, views, options, gpt_oss_attention(p.dims).rotary_dim) {
   const ModelDims& d = dims_;
   const int tp = this->tp();
-  attn_ = DeviceGqaParams{gpt_oss_attention(d), type_};
+  attn_ = DeviceGqaParams{gpt_oss_attention(d), type_, rope_scale()};
   for (int r = 0; r < tp; ++r) {
     need_gqa(sizes(), attn_, llama_rank_heads(d, tp, r));
     const RankSlice im = gpt_oss_expert_slice(p, tp, r);

@@ -17,7 +17,8 @@ constexpr int kMaxRopeDim = 2048;
 /// de-interleaved output position i takes input elements 2i and 2i + 1.
 __global__ void __launch_bounds__(kThreads) rope_interleaved_kernel(float* x, int64_t stride, int dim,
                                                                     const float* __restrict__ inv_freq,
-                                                                    const int32_t* __restrict__ position) {
+                                                                    const int32_t* __restrict__ position,
+                                                                    float cos_sin_scale) {
   __shared__ float in[kMaxRopeDim];
   float* v = x + static_cast<int64_t>(blockIdx.x) * stride;
   for (int i = threadIdx.x; i < dim; i += kThreads) in[i] = v[i];
@@ -27,7 +28,7 @@ __global__ void __launch_bounds__(kThreads) rope_interleaved_kernel(float* x, in
   for (int i = threadIdx.x; i < half; i += kThreads) {
     // dense_ops.cpp rope_angles (float product, then cos/sin) and apply_rope on the de-interleaved pair.
     const float angle = __fmul_rn(inv_freq[i], pos);
-    const float c = cosf(angle), s = sinf(angle);
+    const float c = __fmul_rn(cosf(angle), cos_sin_scale), s = __fmul_rn(sinf(angle), cos_sin_scale);
     const float a = in[2 * i], b = in[2 * i + 1];
     v[i] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
     v[i + half] = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
@@ -52,12 +53,12 @@ __global__ void __launch_bounds__(kThreads) mla_store_kv_kernel(const float* __r
 }  // namespace
 
 void rope_interleaved(float* x, int vectors, int64_t stride, int dim, const float* inv_freq, const int32_t* position,
-                      cudaStream_t stream) {
+                      float cos_sin_scale, cudaStream_t stream) {
   if (vectors <= 0 || dim <= 0) return;
   if (dim % 2 != 0 || dim > kMaxRopeDim)
     throw Error(ErrorKind::Mismatch, "rope_interleaved: dim " + std::to_string(dim) + " must be even and <= " +
                                          std::to_string(kMaxRopeDim));
-  rope_interleaved_kernel<<<vectors, kThreads, 0, stream>>>(x, stride, dim, inv_freq, position);
+  rope_interleaved_kernel<<<vectors, kThreads, 0, stream>>>(x, stride, dim, inv_freq, position, cos_sin_scale);
   check_launch("rope_interleaved");
 }
 

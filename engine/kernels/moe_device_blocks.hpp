@@ -32,6 +32,7 @@ DeviceGqaRank to_device(const GqaRank& w);
 /// Shape of one model's attention (family_weights.hpp) and the dtype of its biases and sinks.
 struct DeviceGqaParams : GqaShape {
   WeightType type = WeightType::BF16;  ///< dtype of biases and sinks
+  float rope_scale = 1.0f;             ///< cos/sin multiplier (DeviceForwardBase::rope_scale)
 };
 
 /// Grows `sizes` for the attention of a rank with `heads` (qkv and attention outputs in s.a / s.b, caches).

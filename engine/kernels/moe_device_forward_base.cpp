@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "engine/kernels/moe_kernels.hpp"
-#include "models/forward/dense_ops.hpp"
+#include "models/forward/rope_yarn.hpp"
 #include "models/forward/family_weights.hpp"
 
 namespace wsb::dk {
@@ -12,11 +12,6 @@ namespace wsb::dk {
 MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
                                            const std::vector<DeviceRankView>& views,
                                            const DeviceForwardOptions& options, int rotary_dim)
-    : MoeDeviceForwardBase(p, layouts, views, options, rope_inv_freq(p.dims.rope_theta, rotary_dim)) {}
-
-MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vector<RankLayout>& layouts,
-                                           const std::vector<DeviceRankView>& views,
-                                           const DeviceForwardOptions& options, const std::vector<float>& inv_freq)
     : DeviceForwardBase(p, layouts, views, options) {
   for (int r = 0; r < tp(); ++r) {
     const VocabEnds e = bind_vocab_ends(p, rank_storages(), r);
@@ -24,7 +19,8 @@ MoeDeviceForwardBase::MoeDeviceForwardBase(const ModelProfile& p, const std::vec
     norm_.push_back(e.norm.data);
     lm_head_.push_back(e.lm_head.data);
   }
-  upload_inv_freq(inv_freq);
+  const RopeFrequencies rope = rope_frequencies(dims_.rope_theta, rotary_dim, dims_.rope_scaling);
+  upload_inv_freq(rope.inv_freq, rope.attention_scaling);
 }
 
 std::unique_ptr<DeviceForwardBase::SlotBuffers> MoeDeviceForwardBase::make_slot_buffers(int slot) const {

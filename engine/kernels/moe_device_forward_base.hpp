@@ -51,14 +51,10 @@ class MoeDeviceForwardBase : public DeviceForwardBase {
   };
 
   /// Checks what DeviceForwardBase checks, binds every rank's vocab ends (bind_vocab_ends: Error(Mismatch) naming
-  /// the storage). `rotary_dim`: the RoPE width whose inverse frequencies rope_inv_freq(rope_theta, rotary_dim) are
-  /// uploaded to every device (inv_freq(rank), rotary_dim / 2 floats).
+  /// the storage). `rotary_dim`: the RoPE width whose frequencies rope_frequencies(rope_theta, rotary_dim,
+  /// rope_scaling) are uploaded to every device (inv_freq(rank), rotary_dim / 2 floats; rope_scale()).
   MoeDeviceForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
                        const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options, int rotary_dim);
-  /// The same with the inverse frequencies given (gpt_oss's YaRN frequencies, gpt_oss_rope).
-  MoeDeviceForwardBase(const ModelProfile& profile, const std::vector<RankLayout>& layouts,
-                       const std::vector<DeviceRankView>& views, const DeviceForwardOptions& options,
-                       const std::vector<float>& inv_freq);
 
   /// Grows the buffer sizes of slots created later (call from the family constructor only).
   MoeBufferSizes& sizes() { return sizes_; }

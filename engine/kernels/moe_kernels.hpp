@@ -73,9 +73,10 @@ void expert_bias_sum(const uint8_t* bias, WeightType type, int64_t bias_stride, 
 
 /// Interleaved RoPE (moe_ops.hpp apply_rope_interleaved) of `vectors` vectors of `dim` floats at x + v * stride,
 /// in place: pair (x[2i], x[2i + 1]) becomes (x'[i], x'[i + dim/2]) = (a c - b s, b c + a s), angle_i =
-/// inv_freq[i] * float(*position). One block per vector; dim even, <= 2048.
+/// inv_freq[i] * float(*position), cos and sin multiplied by `cos_sin_scale` (YaRN attention scaling, 1 for plain
+/// RoPE). One block per vector; dim even, <= 2048.
 void rope_interleaved(float* x, int vectors, int64_t stride, int dim, const float* inv_freq, const int32_t* position,
-                      cudaStream_t stream);
+                      float cos_sin_scale, cudaStream_t stream);
 
 /// MLA naive expansion of one position into per-head caches (deepseek_v3_forward.cpp attention): for head h <
 /// heads, key = [kv[h * (nope + v_dim) + 0 .. nope) | k_rope[0 .. rope)] at k_cache + *position * heads *

@@ -26,13 +26,13 @@ __global__ void embedding_kernel(const uint8_t* __restrict__ table, int64_t row_
 }
 
 __global__ void rope_kernel(float* x, int head_dim, int rotary_dim, const float* __restrict__ inv_freq,
-                            const int32_t* __restrict__ position, float scale) {
+                            const int32_t* __restrict__ position, float cos_sin_scale) {
   const int half = rotary_dim / 2;
   float* v = x + static_cast<int64_t>(blockIdx.x) * head_dim;
   const float pos = static_cast<float>(*position);
   for (int j = threadIdx.x; j < half; j += blockDim.x) {
     const float angle = inv_freq[j] * pos;
-    const float c = cosf(angle) * scale, s = sinf(angle) * scale;
+    const float c = __fmul_rn(cosf(angle), cos_sin_scale), s = __fmul_rn(sinf(angle), cos_sin_scale);
     const float a = v[j], b = v[j + half];
     v[j] = a * c - b * s;
     v[j + half] = b * c + a * s;
@@ -89,11 +89,11 @@ void embedding_rows(const uint8_t* table, WeightType type, int64_t row_start, in
 }
 
 void rope(float* x, int heads, int head_dim, int rotary_dim, const float* inv_freq, const int32_t* position,
-          float scale, cudaStream_t stream) {
+          float cos_sin_scale, cudaStream_t stream) {
   if (heads <= 0 || rotary_dim < 2) return;
   const int half = rotary_dim / 2;
   const int threads = half < 32 ? 32 : (half > kPointwiseThreads ? kPointwiseThreads : half);
-  rope_kernel<<<heads, threads, 0, stream>>>(x, head_dim, rotary_dim, inv_freq, position, scale);
+  rope_kernel<<<heads, threads, 0, stream>>>(x, head_dim, rotary_dim, inv_freq, position, cos_sin_scale);
   check_launch("rope");
 }
 

@@ -32,9 +32,9 @@ DeepseekV3Forward::DeepseekV3Forward(const ModelProfile& p, const std::vector<Ra
     : MoeForwardBase(p, layouts, storages), mla_(deepseek_v3_attention(dims_, tp_)) {
   const ModelDims& d = dims_;
   const MlaShape& m = mla_;
-  // DeepseekV3RotaryEmbedding runs over qk_rope_head_dim (config.head_dim); the YaRN mscale factor is not applied
-  // to the softmax scale (moe_forward.hpp).
-  set_inv_freq(rope_inv_freq(d.rope_theta, m.rope));
+  // DeepseekV3RotaryEmbedding runs over qk_rope_head_dim (config.head_dim), with YaRN when rope_scaling says so; the
+  // softmax scale carries YaRN's mscale^2 (deepseek_v3_attention).
+  set_rope(rope_frequencies(d.rope_theta, m.rope, d.rope_scaling));
   need_norm(std::max(d.q_lora_rank, d.kv_lora_rank));
   need_buffer(std::max({m.a_rows, m.q_rows, m.kv_rows, int64_t{d.q_lora_rank}, int64_t{d.kv_lora_rank}, m.o_cols,
                         int64_t{d.hidden}}));

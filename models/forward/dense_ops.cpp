@@ -1,6 +1,5 @@
 #include "models/forward/dense_ops.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace wsb {
@@ -21,42 +20,6 @@ std::vector<float> rope_inv_freq(double theta, int head_dim) {
     inv[static_cast<size_t>(j)] = 1.0f / std::pow(base, exponent);
   }
   return inv;
-}
-
-YarnRope rope_yarn(double theta, int dim, double factor, int original_max_position, double beta_fast,
-                   double beta_slow, double mscale, double mscale_all_dim, bool truncate) {
-  constexpr double kPi = 3.141592653589793;
-  auto get_mscale = [factor](double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
-  YarnRope out;
-  out.attention_factor = static_cast<float>(mscale != 0.0 && mscale_all_dim != 0.0
-                                                ? get_mscale(mscale) / get_mscale(mscale_all_dim)
-                                                : get_mscale(1.0));
-  // The correction range is Python arithmetic (double); the frequencies are float32 tensor operations.
-  auto correction_dim = [&](double rotations) {
-    return (dim * std::log(original_max_position / (rotations * 2.0 * kPi))) / (2.0 * std::log(theta));
-  };
-  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
-  if (truncate) {
-    low = std::floor(low);
-    high = std::ceil(high);
-  }
-  low = std::max(low, 0.0);
-  high = std::min(high, static_cast<double>(dim - 1));
-  if (low == high) high += 0.001;  // linear_ramp_factor's guard against a zero-width ramp
-  const float base = static_cast<float>(theta), f = static_cast<float>(factor);
-  const float low_f = static_cast<float>(low), width_f = static_cast<float>(high - low);
-  out.inv_freq.resize(static_cast<size_t>(dim / 2));
-  for (int j = 0; j < dim / 2; ++j) {
-    const float pos_freq = std::pow(base, static_cast<float>(2 * j) / static_cast<float>(dim));
-    const float extrapolation = 1.0f / pos_freq;
-    const float interpolation = 1.0f / (f * pos_freq);
-    const float ramp = std::clamp((static_cast<float>(j) - low_f) / width_f, 0.0f, 1.0f);
-    const float extrapolation_factor = 1.0f - ramp;
-    const float a = interpolation * (1.0f - extrapolation_factor);
-    const float b = extrapolation * extrapolation_factor;
-    out.inv_freq[static_cast<size_t>(j)] = a + b;
-  }
-  return out;
 }
 
 void rope_angles(const std::vector<float>& inv_freq, int64_t position, float* cos_out, float* sin_out, float scale) {

@@ -15,22 +15,8 @@ void rms_norm(const float* x, const float* w, int64_t n, double eps, float* out)
 /// LlamaRotaryEmbedding's default rope init. Plain RoPE only: Llama 3.1's "llama3" rope_scaling is not applied.
 std::vector<float> rope_inv_freq(double theta, int head_dim);
 
-/// YaRN rotary frequencies and the attention factor that scales cos and sin, computed in float32 operation by
-/// operation as transformers' modeling_rope_utils.py _compute_yarn_parameters does for `dim` rotary dims:
-///   pos_freq[j] = theta^(2j / dim); extrapolation = 1 / pos_freq, interpolation = 1 / (factor * pos_freq);
-///   [low, high] = the correction range of beta_fast / beta_slow rotations over original_max_position (in double,
-///   floor/ceil'd when `truncate`, clamped to [0, dim - 1]); ramp[j] = clamp((j - low) / (high - low), 0, 1);
-///   extrapolation_factor = 1 - ramp; inv_freq = interpolation * (1 - ef) + extrapolation * ef;
-///   attention_factor = 0.1 * mscale * ln(factor) + 1 (its ratio for mscale / mscale_all_dim; 1 for factor <= 1).
-struct YarnRope {
-  std::vector<float> inv_freq;  ///< dim / 2 entries
-  float attention_factor = 1.0f;
-};
-YarnRope rope_yarn(double theta, int dim, double factor, int original_max_position, double beta_fast,
-                   double beta_slow, double mscale, double mscale_all_dim, bool truncate);
-
 /// cos/sin of position * inv_freq[j] (float32 product, then cosf/sinf), each head_dim/2 long, times `scale` (the
-/// rotary embedding's attention factor: YaRN's, else 1).
+/// rotary embedding's attention scaling: rope_frequencies' (rope_yarn.hpp) for YaRN, else 1).
 void rope_angles(const std::vector<float>& inv_freq, int64_t position, float* cos_out, float* sin_out,
                  float scale = 1.0f);
 

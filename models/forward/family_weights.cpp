@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "models/forward/rope_yarn.hpp"
 #include "models/layout/moe_layout.hpp"
 #include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
@@ -79,19 +80,11 @@ LlamaRankWeights bind_llama_rank(const ModelProfile& p, const RankStorages& s, i
 
 GqaShape glm4_moe_attention(const ModelDims& d) {
   const int rotary = static_cast<int>(d.head_dim * d.partial_rotary_factor);
-  return GqaShape{d.heads, d.kv_heads, d.head_dim, rotary, 0, attention_scale(d.head_dim), 1.0f};
+  return GqaShape{d.heads, d.kv_heads, d.head_dim, rotary, 0, attention_scale(d.head_dim)};
 }
 
 GqaShape gpt_oss_attention(const ModelDims& d) {
-  return GqaShape{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0, attention_scale(d.head_dim),
-                  gpt_oss_rope(d).attention_factor};
-}
-
-YarnRope gpt_oss_rope(const ModelDims& d) {
-  const RopeScaling& s = d.rope_scaling;
-  if (s.factor <= 0.0) return YarnRope{rope_inv_freq(d.rope_theta, d.head_dim), 1.0f};
-  return rope_yarn(d.rope_theta, d.head_dim, s.factor, s.original_max_position, s.beta_fast, s.beta_slow, s.mscale,
-                   s.mscale_all_dim, s.truncate);
+  return GqaShape{d.heads, d.kv_heads, d.head_dim, d.head_dim, 0, attention_scale(d.head_dim)};
 }
 
 SigmoidFamilyWidths sigmoid_family_widths(const ModelDims& d, int tp) {
@@ -109,7 +102,7 @@ MlaShape deepseek_v3_attention(const ModelDims& d, int tp) {
   m.rope = d.qk_rope_head_dim;
   m.qk = mla_qk_head_dim(d);
   m.v = d.v_head_dim;
-  m.scale = attention_scale(m.qk);
+  m.scale = mla_softmax_scale(m.qk, d.rope_scaling);
   m.a_rows = int64_t{d.q_lora_rank} + d.kv_lora_rank + m.rope;
   m.q_rows = int64_t{m.heads} * m.qk;
   m.kv_rows = int64_t{m.heads} * (m.nope + m.v);
@@ -124,7 +117,9 @@ std::vector<Glm4MoeLayerWeights> bind_glm4_moe_rank(const ModelProfile& p, const
   const LlamaRankHeads heads = llama_rank_heads(d, s.tp(), r);
   const int64_t q_rows = heads.q_heads * hd, qkv_rows = q_rows + 2 * int64_t{heads.kv_heads} * hd;
   // "<base><sep>weight" and "<base><sep>weight_scale": sep "." for linears, "_" for the stacked experts.
+  const bool is_fp8 = p.quantization == kQuantFp8Channel;
   auto fp8 = [&](const std::string& base, int64_t rows, int64_t cols, const char* sep) {
+    if (!is_fp8) return dense_linear(s.ref(r, base + sep + "weight"), rows, cols);
     return fp8_linear(s.ref(r, base + sep + "weight"), s.ref(r, base + sep + "weight_scale"), rows, cols);
   };
   auto projection = [&](const std::string& module, int64_t rows, int64_t cols) { return fp8(module, rows, cols, "."); };
@@ -157,8 +152,11 @@ std::vector<DeepseekV3LayerWeights> bind_deepseek_v3_rank(const ModelProfile& p,
   auto projection = [&](const std::string& module, int64_t rows, int64_t cols) {
     return bf16(module + ".weight", rows, cols);
   };
-  // FlashInfer CUTLASS NVFP4 experts: "<base>_weight", "_weight_scale", "_alpha", "_input_scale" (moe_layout.hpp).
-  auto nvfp4 = [&](const std::string& base, int64_t rows, int64_t cols, int64_t k_phase) {
+  // FlashInfer CUTLASS NVFP4 experts: "<base>_weight", "_weight_scale", "_alpha", "_input_scale" (moe_layout.hpp);
+  // unquantized experts: "<base>_weight" alone.
+  const bool is_nvfp4 = p.quantization == kQuantNvfp4;
+  auto experts = [&](const std::string& base, int64_t rows, int64_t cols, int64_t k_phase) {
+    if (!is_nvfp4) return dense_linear(s.ref(r, base + "_weight"), rows, cols);
     return nvfp4_linear(s.ref(r, base + "_weight"), s.ref(r, base + "_weight_scale"), s.ref(r, base + "_alpha"),
                         s.ref(r, base + "_input_scale"), rows, cols, k_phase);
   };
@@ -173,7 +171,8 @@ std::vector<DeepseekV3LayerWeights> bind_deepseek_v3_rank(const ModelProfile& p,
     w.q_b = bf16(n("self_attn.q_b_proj.weight"), m.q_rows, d.q_lora_rank);
     w.kv_b = bf16(n("self_attn.kv_b_proj.weight"), m.kv_rows, d.kv_lora_rank);
     w.o = bf16(n("self_attn.o_proj.weight"), h, m.o_cols);
-    w.mlp = bind_sigmoid_family_mlp(p, s, r, l, widths, true, projection, nvfp4);  // w13 = [up; gate]
+    // NVFP4 w13 = [up; gate] (FlashInfer CUTLASS), unquantized w13 = [gate; up].
+    w.mlp = bind_sigmoid_family_mlp(p, s, r, l, widths, is_nvfp4, projection, experts);
     layers.push_back(w);
   }
   return layers;

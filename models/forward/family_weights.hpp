@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/forward/dense_ops.hpp"
 #include "models/forward/quant_linear.hpp"
 #include "models/forward/rank_storages.hpp"
 #include "models/layout/llama_layout.hpp"
@@ -64,18 +63,14 @@ struct GqaShape {
   int rotary_dim = 0;  ///< leading elements of each head that RoPE rotates (rotate_half over rotary_dim)
   int64_t window = 0;  ///< 0 = full causal attention, else keys at positions > pos - window
   float scale = 1.0f;  ///< softmax scale (head_dim^-0.5)
-  float rope_scale = 1.0f;  ///< multiplies RoPE's cos and sin (YaRN's attention factor; 1 for plain RoPE)
 };
 
 /// glm4_moe: partial RoPE over int(head_dim * partial_rotary_factor) dims (transformers Glm4MoeRotaryEmbedding;
 /// moe_dims.cpp checks it is an even integer), scale head_dim^-0.5, no window.
 GqaShape glm4_moe_attention(const ModelDims& dims);
-/// gpt_oss: RoPE over the full head_dim, scale head_dim^-0.5, rope_scale gpt_oss_rope's attention factor; window 0
-/// here (the sliding layers set it per layer, gpt_oss_is_sliding).
+/// gpt_oss: RoPE over the full head_dim, scale head_dim^-0.5; window 0 here (the sliding layers set it per layer,
+/// gpt_oss_is_sliding).
 GqaShape gpt_oss_attention(const ModelDims& dims);
-/// gpt_oss rotary frequencies over head_dim and the factor on cos/sin, as transformers' GptOssRotaryEmbedding
-/// computes them: YaRN (rope_yarn, dense_ops.hpp) when dims.rope_scaling.factor > 0, else plain RoPE with factor 1.
-YarnRope gpt_oss_rope(const ModelDims& dims);
 
 /// One rank's GQA attention weights.
 struct GqaRank {
@@ -115,7 +110,7 @@ struct SigmoidFamilyWidths {
 /// The widths at `tp` (a tp the family's layout builder accepts; nothing is checked here).
 SigmoidFamilyWidths sigmoid_family_widths(const ModelDims& dims, int tp);
 
-/// One glm4_moe layer of one rank (fp8-channel linears; q/k/v bias when dims.attention_bias).
+/// One glm4_moe layer of one rank (fp8-channel or unquantized linears; q/k/v bias when dims.attention_bias).
 struct Glm4MoeLayerWeights {
   StorageRef input_norm;  ///< [hidden] unquantized dtype
   GqaRank attn;
@@ -127,7 +122,7 @@ struct MlaShape {
   int heads = 0;             ///< q heads of the rank (heads / tp)
   int nope = 0, rope = 0;    ///< qk_nope_head_dim, qk_rope_head_dim
   int qk = 0, v = 0;         ///< mla_qk_head_dim, v_head_dim
-  float scale = 1.0f;        ///< qk^-0.5 (transformers DeepseekV3Attention; no YaRN mscale)
+  float scale = 1.0f;        ///< mla_softmax_scale: qk^-0.5, times YaRN's mscale^2 (DeepseekV3Attention)
   int64_t a_rows = 0;        ///< fused q_a / kv_a rows: q_lora_rank + kv_lora_rank + rope
   int64_t q_rows = 0;        ///< heads * qk
   int64_t kv_rows = 0;       ///< heads * (nope + v)
@@ -137,7 +132,7 @@ struct MlaShape {
 MlaShape deepseek_v3_attention(const ModelDims& dims, int tp);
 
 /// One deepseek_v3 layer of one rank (BF16 attention, dense layers and shared expert; NVFP4 routed experts with
-/// w13 = [up; gate]).
+/// w13 = [up; gate], or unquantized ones with w13 = [gate; up]).
 struct DeepseekV3LayerWeights {
   StorageRef input_norm;          ///< [hidden]
   StorageRef q_a_norm;            ///< [q_lora_rank]

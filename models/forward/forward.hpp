@@ -41,10 +41,10 @@ class ForwardModel {
 /// BF16/F16/F32 widened on the fly; matches transformers' logits within 1e-6 on the tests/fixtures/hf-llama-tiny
 /// checkpoint). RoPE is plain (rope_theta only): the "llama3" rope_scaling of Llama 3.1 configs is NOT applied,
 /// so real Llama-3.1 weights give slightly different logits than transformers; synthetic weights do not care.
-/// Families "glm4_moe" (FP8 channel), "deepseek_v3" (NVFP4 routed experts, MLA) and "gpt_oss" (MXFP4 or BF16 experts,
-/// sinks, sliding window) follow their transformers models with the weights dequantized inside the kernels from
-/// the runtime layout (models/forward/moe_forward.hpp, quant_linear.hpp; YaRN rope_scaling is applied for gpt_oss
-/// only).
+/// Families "glm4_moe" (FP8 channel or BF16), "deepseek_v3" (NVFP4 or BF16 routed experts, MLA) and "gpt_oss" (MXFP4
+/// or BF16 experts, sinks, sliding window) follow their transformers models with the weights dequantized inside the
+/// kernels from the runtime layout (models/forward/moe_forward.hpp, quant_linear.hpp; YaRN rope_scaling is applied
+/// as transformers does, rope_yarn.hpp).
 /// `layouts` must be build_rank_layouts(profile, tp) for tp = layouts.size() and every storage view must have the
 /// layout's byte size (else Error(Mismatch)). The views are kept (not copied) and must outlive the model.
 /// step() throws Error(Format) for a token outside [0, vocab) and Error(Mismatch) for a sequence state created by

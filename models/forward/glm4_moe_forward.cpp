@@ -25,7 +25,7 @@ Glm4MoeForward::Glm4MoeForward(const ModelProfile& p, const std::vector<RankLayo
                                const std::vector<RankStorageView>& storages)
     : MoeForwardBase(p, layouts, storages) {
   attn_ = GqaParams{glm4_moe_attention(dims_), kern_};
-  set_inv_freq(rope_inv_freq(dims_.rope_theta, attn_.rotary_dim));
+  set_rope(rope_frequencies(dims_.rope_theta, attn_.rotary_dim, dims_.rope_scaling));
   for (int r = 0; r < tp_; ++r) {
     ranks_.push_back(bind_glm4_moe_rank(p, rank_storages(), r));
     for (const Layer& w : ranks_.back()) {

@@ -37,9 +37,9 @@ GptOssForward::GptOssForward(const ModelProfile& p, const std::vector<RankLayout
   const ModelDims& d = dims_;
   const int64_t hd = d.head_dim;
   attn_ = GqaParams{gpt_oss_attention(d), kern_};
-  // transformers GptOssRotaryEmbedding: YaRN inv_freq over head_dim, cos/sin times its attention factor;
-  // _apply_rotary_emb rotates the two halves of each head, as apply_rope does.
-  set_inv_freq(gpt_oss_rope(d).inv_freq, attn_.rope_scale);
+  // transformers GptOssRotaryEmbedding: inv_freq over head_dim, YaRN when rope_scaling says so (cos and sin scaled
+  // by its attention factor); _apply_rotary_emb rotates the two halves of each head, as apply_rope does.
+  set_rope(rope_frequencies(d.rope_theta, attn_.rotary_dim, d.rope_scaling));
   need_buffer(d.hidden);
   for (int r = 0; r < tp_; ++r) {
     const LlamaRankHeads heads = llama_rank_heads(d, tp_, r);

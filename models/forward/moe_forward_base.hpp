@@ -15,6 +15,7 @@
 #include "models/forward/forward.hpp"
 #include "models/forward/quant_linear.hpp"
 #include "models/forward/rank_storages.hpp"
+#include "models/forward/rope_yarn.hpp"
 #include "models/forward/weight_kernels.hpp"
 
 namespace wsb {
@@ -94,11 +95,11 @@ class MoeForwardBase : public ForwardModel {
   }
   /// s.x += s.sum (the residual connection after attention or MLP).
   void add_residual(MoeSequence& s) const;
-  /// Rotary inverse frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each), both multiplied
-  /// by `scale` (YaRN's attention factor; 1 for plain RoPE).
-  void set_inv_freq(std::vector<float> inv_freq, float scale = 1.0f) {
-    inv_freq_ = std::move(inv_freq);
-    rope_scale_ = scale;
+  /// Rotary frequencies used by step() to fill s.cos / s.sin (inv_freq.size() entries each, multiplied by the
+  /// attention scaling as transformers' rotary embeddings do).
+  void set_rope(RopeFrequencies rope) {
+    inv_freq_ = std::move(rope.inv_freq);
+    rope_scale_ = rope.attention_scaling;
   }
   /// Grows the a/b/c/d/scratch buffers of new sequences to at least n floats.
   void need_buffer(int64_t n) { buffer_floats_ = std::max(buffer_floats_, n); }

@@ -1,4 +1,5 @@
-// deepseek_v3 TP layout: MLA attention and NVFP4 routed experts (storage list and conventions: moe_layout.hpp).
+// deepseek_v3 TP layout: MLA attention and NVFP4 or unquantized routed experts (storage list and conventions:
+// moe_layout.hpp).
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
@@ -86,8 +87,23 @@ void nvfp4_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, cons
                         {e, 2}, kNvfp4W2Alpha, {e}));
 }
 
+/// Unquantized routed experts as SGLang's UnquantizedFusedMoEMethod holds them: w13_weight [E, 2 Im_r, H] ([gate
+/// slice; up slice] per expert), w2_weight [E, H, Im_r] (input columns of the rank).
+void dense_experts(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelDims& d, int layer, int tp,
+                   int rank, DType dtype) {
+  const RankSlice im = moe_intermediate_slice(d, tp, rank);
+  const int e = d.experts;
+  const std::string base = llama_layer_name(layer, "mlp.experts.");
+  s.push_back(make_spec(base + "w13_weight", dtype,
+                        expert_row_pairs(c, layer, e, "gate_proj", "up_proj", "weight", im.start, im.length),
+                        {e, 2 * im.length, d.hidden}));
+  s.push_back(make_spec(base + "w2_weight", dtype,
+                        expert_slices(c, layer, e, "down_proj", "weight", 1, im.start, im.length),
+                        {e, d.hidden, im.length}));
+}
+
 /// The MLP half of layer `layer`: the dense BF16 MLP before first_dense_layers; after them the router, its
-/// correction bias, the NVFP4 routed experts and the BF16 shared experts.
+/// correction bias, the routed experts (NVFP4 or unquantized) and the BF16 shared experts.
 void mlp(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelProfile& p, int layer, int tp, int rank) {
   const ModelDims& d = p.dims;
   auto n = [layer](std::string_view leaf) { return llama_layer_name(layer, leaf); };
@@ -97,7 +113,11 @@ void mlp(std::vector<RuntimeStorageSpec>& s, const CanonIndex& c, const ModelPro
   }
   s.push_back(replicated(c, n("mlp.gate.weight"), p.dtype));
   s.push_back(replicated(c, n("mlp.gate.e_score_correction_bias"), DType::F32));
-  nvfp4_experts(s, c, d, layer, tp, rank);
+  if (p.quantization == kQuantNvfp4) {
+    nvfp4_experts(s, c, d, layer, tp, rank);
+  } else {
+    dense_experts(s, c, d, layer, tp, rank, p.dtype);
+  }
   if (d.shared_experts > 0)
     bf16_mlp(s, c, n("mlp.shared_experts"), d.hidden, shared_intermediate(d), tp, rank, p.dtype);
 }
@@ -112,7 +132,7 @@ std::vector<RankLayout> build_deepseek_v3_layouts(const ModelProfile& p, int tp)
   if (d.first_dense_layers > 0) require_divides(p, tp, "intermediate", d.intermediate);
   require_divides(p, tp, "moe_intermediate", d.moe_intermediate);
   // Two E2M1 codes share a byte: a rank's slice of down_proj's packed K must start and end on a byte.
-  if ((d.moe_intermediate / tp) % 2 != 0)
+  if (p.quantization == kQuantNvfp4 && (d.moe_intermediate / tp) % 2 != 0)
     throw Error(ErrorKind::Mismatch,
                 fmt::format("profile '{}': tp={} leaves moe_intermediate / tp = {} odd, but NVFP4 packs two codes per "
                             "byte of down_proj",

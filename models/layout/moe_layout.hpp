@@ -31,6 +31,11 @@
 //                                             as the dense MLP with Is_r
 //   model.norm.weight BF16 [H];  lm_head.weight BF16 [V/tp, H]
 //
+// glm4_moe, none (unquantized, dtype D = profile.dtype): the same storages with one "<name>.weight" D [N, K] per
+// linear (no transform, no weight_scale), N and K as above; the routed experts as SGLang's
+// UnquantizedFusedMoEMethod holds them: L.mlp.experts.w13_weight D [E, 2 Im_r, H] (per expert [gate slice; up
+// slice]), L.mlp.experts.w2_weight D [E, H, Im_r] (input columns of the rank).
+//
 // deepseek_v3, nvfp4 (canonical names carry profile.tensor_prefix, runtime names never do; transforms:
 // models/transform/nvfp4.hpp; hr = heads/tp):
 //   model.embed_tokens.weight                 BF16 [V/tp, H]
@@ -61,6 +66,9 @@
 //                  L.mlp.experts.w2_alpha     F32 [E]        (w2_input_scale * w2_weight_scale_2)
 //                  L.mlp.shared_experts.gate_up_proj.weight BF16 [2 Is_r, H];  .down_proj.weight BF16 [H, Is_r]
 //   model.norm.weight BF16 [H];  lm_head.weight BF16 [V/tp, H]
+//
+// deepseek_v3, none: as nvfp4 but the routed experts are L.mlp.experts.w13_weight D [E, 2 Im_r, H] ([gate slice; up
+// slice]) and L.mlp.experts.w2_weight D [E, H, Im_r], as glm4_moe's; moe_intermediate / tp need not be even.
 //
 // gpt_oss, mxfp4 (transforms: models/transform/mxfp4.hpp). The expert intermediate is split in whole 32-element
 // blocks (vLLM gpt_oss.py): cb = ceil(I/32 / tp) blocks per rank, rank r holds [r*cb*32, min((r+1)*cb*32, I))
@@ -127,8 +135,8 @@ RankSlice nvfp4_w2_scale_columns(const ModelDims& dims, int tp, int rank);
 
 /// Layout builders, dispatched from build_rank_layouts by family. Throw Error(Mismatch) naming the dimension tp
 /// does not divide: glm4_moe heads/kv_heads (as llama), vocab, intermediate, moe_intermediate, shared
-/// intermediate; deepseek_v3 heads, vocab, intermediate, moe_intermediate (and Im/tp must be even: two E2M1
-/// codes per byte), shared intermediate; gpt_oss heads/kv_heads, vocab, and with BF16 experts the expert
+/// intermediate; deepseek_v3 heads, vocab, intermediate, moe_intermediate (and, for nvfp4, Im/tp must be even: two
+/// E2M1 codes per byte), shared intermediate; gpt_oss heads/kv_heads, vocab, and with BF16 experts the expert
 /// intermediate (with MXFP4 experts it never needs to divide: block ceil split).
 std::vector<RankLayout> build_glm4_moe_layouts(const ModelProfile& profile, int tp);
 std::vector<RankLayout> build_deepseek_v3_layouts(const ModelProfile& profile, int tp);

@@ -31,6 +31,7 @@
 #include <iterator>
 
 #include "core/errors.hpp"
+#include "models/profile/family_quantization.hpp"
 #include "models/profile/llama_family.hpp"
 #include "models/profile/moe_family.hpp"
 
@@ -133,7 +134,7 @@ json glm4_moe_config(const ModelProfile& p) {
   j["topk_group"] = 1;
   j["use_qk_norm"] = false;
   j["num_nextn_predict_layers"] = 0;
-  j["quantization_config"] = fp8_channel_quantization(p);
+  if (p.quantization == kQuantFp8Channel) j["quantization_config"] = fp8_channel_quantization(p);
   return j;
 }
 
@@ -193,8 +194,9 @@ json deepseek_v3_text_config(const ModelProfile& p) {
 
 json deepseek_v3_config(const ModelProfile& p) {
   json text = deepseek_v3_text_config(p);
+  const bool nvfp4 = p.quantization == kQuantNvfp4;
   if (p.tensor_prefix.empty()) {
-    text["quantization_config"] = nvfp4_quantization(p);
+    if (nvfp4) text["quantization_config"] = nvfp4_quantization(p);
     return text;
   }
   if (p.tensor_prefix != "language_model.")
@@ -203,12 +205,13 @@ json deepseek_v3_config(const ModelProfile& p) {
   // Kimi K2.5/K2.6 checkpoints: the decoder under language_model.*, described by text_config; the vision tower is
   // not part of the profile (its weights are simply absent).
   text.erase("architectures");
-  return json{{"architectures", {"KimiK25ForConditionalGeneration"}},
-              {"model_type", "kimi_k25"},
-              {"text_config", text},
-              {"tie_word_embeddings", p.dims.tie_embeddings},
-              {"torch_dtype", torch_dtype(p)},
-              {"quantization_config", nvfp4_quantization(p)}};
+  json j{{"architectures", {"KimiK25ForConditionalGeneration"}},
+         {"model_type", "kimi_k25"},
+         {"text_config", text},
+         {"tie_word_embeddings", p.dims.tie_embeddings},
+         {"torch_dtype", torch_dtype(p)}};
+  if (nvfp4) j["quantization_config"] = nvfp4_quantization(p);
+  return j;
 }
 
 json gpt_oss_config(const ModelProfile& p) {
@@ -256,11 +259,20 @@ std::string read_hf_config_bytes(const ModelProfile& p) {
   return bytes;
 }
 
-/// Which quantization each family's mapping describes.
-void require_quantization(const ModelProfile& p, std::string_view method) {
-  if (p.quantization != method)
-    fail(p, fmt::format("family {} with quantization '{}' has no mapping (expected '{}')", p.family, p.quantization,
-                        method));
+/// The quantization must be one the family supports (family_quantization.hpp); each mapping writes every one.
+void require_quantization(const ModelProfile& p) {
+  if (!family_supports_quantization(p.family, p.quantization))
+    fail(p, fmt::format("family {} with quantization '{}' has no mapping (supported: {})", p.family, p.quantization,
+                        family_quantization_list(p.family)));
+}
+
+/// A Hugging Face directory's config with the scaling knobs applied where its family keeps the counts: the
+/// decoder config (text_config of the Kimi wrapper) gets num_hidden_layers and the routed expert count.
+void apply_scale(const ModelProfile& p, json& j) {
+  json& text = !p.tensor_prefix.empty() && j.contains("text_config") ? j["text_config"] : j;
+  text["num_hidden_layers"] = p.dims.layers;
+  if (p.family == kGlm4MoeFamily || p.family == kDeepseekV3Family) text["n_routed_experts"] = p.dims.experts;
+  if (p.family == kGptOssFamily) text["num_local_experts"] = p.dims.experts;
 }
 
 }  // namespace
@@ -275,23 +287,23 @@ json hf_config_json(const ModelProfile& p) {
       throw Error(ErrorKind::Format,
                   fmt::format("{}: invalid JSON: {}", (p.hf_dir / kHfConfigFileName).string(), e.what()));
     }
-    j["num_hidden_layers"] = p.dims.layers;
+    apply_scale(p, j);
     return j;
   }
   if (p.family == kLlamaFamily) {
-    require_quantization(p, kQuantNone);
+    require_quantization(p);
     return llama_config(p);
   }
   if (p.family == kGlm4MoeFamily) {
-    require_quantization(p, kQuantFp8Channel);
+    require_quantization(p);
     return glm4_moe_config(p);
   }
   if (p.family == kDeepseekV3Family) {
-    require_quantization(p, kQuantNvfp4);
+    require_quantization(p);
     return deepseek_v3_config(p);
   }
   if (p.family == kGptOssFamily) {
-    if (p.quantization != kQuantNone) require_quantization(p, kQuantMxfp4);
+    require_quantization(p);
     return gpt_oss_config(p);
   }
   fail(p, fmt::format("family '{}' has no mapping", p.family));

@@ -3,7 +3,7 @@
 // (an SGLang fork started with `--model-path <FULL dir>`) can boot from a FULL checkpoint that wsbench publishes.
 // Key names per family follow the upstream configuration classes and hub configs; quantization_config follows
 // the public checkpoint format of each method. Sources are cited next to each mapping in hf_config_write.cpp.
-// wsbench itself never reads the file back except through profile_from_hf_dir (family llama).
+// wsbench itself never reads the file back except through profile_from_hf_dir, which accepts every form written here.
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -21,16 +21,19 @@ inline constexpr const char* kHfConfigFileName = "config.json";
 /// - llama: LlamaForCausalLM, model_type "llama" (transformers LlamaConfig keys, no rope_scaling: the synthetic
 ///   checkpoint is defined with plain RoPE).
 /// - glm4_moe: Glm4MoeForCausalLM, model_type "glm4_moe" (Glm4MoeConfig keys), quantization_config of
-///   compressed-tensors FP8, strategy "channel" weights and dynamic per-token activations, for fp8-channel.
+///   compressed-tensors FP8, strategy "channel" weights and dynamic per-token activations, for fp8-channel; no
+///   quantization_config for quantization none.
 /// - deepseek_v3: DeepseekV3ForCausalLM, model_type "deepseek_v3" (DeepseekV3Config keys); with tensor_prefix
 ///   "language_model." (Kimi K2.5/K2.6 naming) the Kimi K2.5 wrapper KimiK25ForConditionalGeneration, model_type
-///   "kimi_k25", holding those keys as text_config. quantization_config of ModelOpt NVFP4 (routed experts only).
+///   "kimi_k25", holding those keys as text_config. quantization_config of ModelOpt NVFP4 (routed experts only) for
+///   nvfp4, none for quantization none.
 /// - gpt_oss: GptOssForCausalLM, model_type "gpt_oss" (GptOssConfig keys), quantization_config of MXFP4 for
 ///   mxfp4, none for BF16 experts (quantization none).
 /// max_position_embeddings is factor * original_max_position_embeddings for YaRN profiles, else 131072 (the
 /// value of Llama-3.1-8B and GLM-4.5-Air; profiles do not record it).
 /// A profile read from a Hugging Face directory (hf_dir set) gives that directory's config.json as parsed, with
-/// num_hidden_layers set to the (possibly scaled) layer count.
+/// num_hidden_layers and the routed expert count (n_routed_experts, num_local_experts) set to the (possibly scaled)
+/// counts, in text_config for the Kimi wrapper.
 /// Throws Error(Format) naming the profile for a family, quantization or tensor prefix without a mapping;
 /// Error(Missing) / Error(Format) naming the file when hf_dir's config.json cannot be opened / parsed.
 nlohmann::json hf_config_json(const ModelProfile& profile);

@@ -38,6 +38,10 @@ class JsonFields {
   /// Throws Error(Format) "<origin>: field '<path.key>': <why>".
   [[noreturn]] void fail(std::string_view key, std::string_view why) const;
   const std::string& origin() const { return origin_; }
+  /// Dotted path of this object ("" at top level).
+  const std::string& path() const { return path_; }
+  /// The object itself (for comparisons of whole sub-objects).
+  const nlohmann::json& value() const { return *object_; }
 
  private:
   const nlohmann::json* find(std::string_view key) const;

@@ -108,8 +108,19 @@ ModelProfile find_profile(const std::string& id, const std::filesystem::path& pr
 std::filesystem::path default_profiles_dir();
 /// Every profile in `dir`, sorted by id.
 std::vector<ModelProfile> list_profiles(const std::filesystem::path& profiles_dir);
-/// Profile from a Hugging Face checkpoint directory (config.json; model_type "llama"). Throws Error(Format).
+/// Profile from a Hugging Face checkpoint directory: profile_from_hf_config, then check_hf_checkpoint
+/// (models/profile/hf_checkpoint_check.hpp) against the checkpoint's safetensors headers, so a profile this returns
+/// describes the directory's tensors exactly. The entry point for every user of a Hugging Face directory. Throws
+/// what the two throw.
 ModelProfile profile_from_hf_dir(const std::filesystem::path& dir);
+/// The config.json half of profile_from_hf_dir (reads no tensor): model_type llama, glm4_moe, deepseek_v3, gpt_oss,
+/// or kimi_k25 (Kimi K2.5/K2.6: the deepseek_v3 decoder described by text_config, every tensor under
+/// "language_model.", tensor_prefix); quantization from quantization_config (models/profile/hf_quantization.hpp;
+/// absent = unquantized weights of `dtype` / `torch_dtype`). Key names, defaults and what is refused:
+/// models/profile/hf_family_dims.hpp. id "hf:<directory name>", hf_dir = dir, raw = the config as parsed.
+/// Throws Error(Missing) when config.json cannot be opened, Error(Format) "<dir>/config.json: field '<key>': <why>"
+/// for invalid JSON, an unsupported model_type, quantization method or field value.
+ModelProfile profile_from_hf_config(const std::filesystem::path& dir);
 /// Applies scaling knobs; the id gets a suffix per knob, "@layers=2" then "@experts=8". Router, correction bias and
 /// stacked expert tensors (gpt_oss) shrink to the kept experts. Throws Error(Format) if a knob is out of range
 /// (layers in 1..layers, experts in top_k..experts) or the family has no experts.

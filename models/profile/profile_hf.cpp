@@ -1,19 +1,29 @@
-// Profile from a Hugging Face checkpoint directory. Key names and defaults follow transformers' LlamaConfig
-// (configuration_llama.py): num_key_value_heads defaults to num_attention_heads, head_dim to
-// hidden_size / num_attention_heads, rope_theta to 10000, rms_norm_eps to 1e-6, tie_word_embeddings to false.
-// transformers >= 5 writes rope_theta inside "rope_parameters" and "dtype" instead of "torch_dtype".
+// Profile from a Hugging Face checkpoint directory (declared in profile.hpp): config.json's model_type picks the
+// family reader (hf_family_dims.hpp), quantization_config the method (hf_quantization.hpp), and
+// profile_from_hf_dir then checks the tensors (hf_checkpoint_check.hpp). The Kimi K2.5/K2.6 wrapper
+// (KimiK25ForConditionalGeneration, model_type kimi_k25) holds the deepseek_v3 decoder's config as text_config and
+// every decoder tensor under "language_model." (SGLang models/kimi_k25.py load_weights strips that prefix;
+// configs/kimi_k25.py parses text_config as a DeepseekV3Config).
 #include <fmt/format.h>
 
 #include <fstream>
 
 #include "core/errors.hpp"
+#include "models/profile/hf_checkpoint_check.hpp"
+#include "models/profile/hf_config_write.hpp"
+#include "models/profile/hf_family_dims.hpp"
+#include "models/profile/hf_quantization.hpp"
 #include "models/profile/json_fields.hpp"
 #include "models/profile/llama_family.hpp"
+#include "models/profile/moe_family.hpp"
 #include "models/profile/profile.hpp"
 
 namespace wsb {
 
 namespace {
+
+constexpr std::string_view kKimiK25ModelType = "kimi_k25";
+constexpr const char* kKimiTensorPrefix = "language_model.";
 
 DType hf_dtype(const JsonFields& cfg) {
   const char* key = cfg.has("dtype") ? "dtype" : "torch_dtype";
@@ -24,82 +34,80 @@ DType hf_dtype(const JsonFields& cfg) {
   cfg.fail(key, fmt::format("'{}' is not a supported weight dtype (bfloat16, float16, float32)", name));
 }
 
-/// Rope type of rope_parameters (transformers >= 5) or rope_scaling (older); "default" when absent.
-/// "llama3" (Llama 3.1) is accepted: the reference forward pass applies plain RoPE (see forward.hpp).
-void check_rope_type(const JsonFields& cfg) {
-  for (const char* key : {"rope_parameters", "rope_scaling"}) {
-    auto rope = cfg.optional_object(key);
-    if (!rope) continue;
-    std::string type = rope->optional_string("rope_type").value_or(rope->optional_string("type").value_or("default"));
-    if (type != "default" && type != "llama3")
-      rope->fail("rope_type", fmt::format("unsupported rope type '{}' (supported: default, llama3)", type));
-  }
-}
-
-double hf_rope_theta(const JsonFields& cfg) {
-  if (auto theta = cfg.optional_number("rope_theta")) return *theta;
-  if (auto rope = cfg.optional_object("rope_parameters"))
-    if (auto theta = rope->optional_number("rope_theta")) return *theta;
-  return 10000.0;
-}
-
-void require_false(const JsonFields& cfg, const char* key) {
-  if (cfg.optional_boolean(key).value_or(false)) cfg.fail(key, "biases are not supported by family llama");
-}
-
 std::string dir_name(const std::filesystem::path& dir) {
   std::filesystem::path p = dir.lexically_normal();
   if (p.filename().empty()) p = p.parent_path();  // "dir/" normalizes to a trailing empty name
   return p.filename().string();
 }
 
-}  // namespace
-
-ModelProfile profile_from_hf_dir(const std::filesystem::path& dir) {
-  std::filesystem::path path = dir / "config.json";
+nlohmann::json read_config(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw Error(ErrorKind::Missing, fmt::format("{}: cannot open Hugging Face config", path.string()));
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::Format, fmt::format("{}: invalid JSON: {}", path.string(), e.what()));
   }
-  JsonFields cfg(j, path.string());
-  std::string model_type = cfg.string("model_type");
-  if (model_type != "llama")
-    cfg.fail("model_type", fmt::format("'{}' is not supported (supported: llama)", model_type));
-  if (auto act = cfg.optional_string("hidden_act"); act && *act != "silu")
-    cfg.fail("hidden_act", fmt::format("'{}' is not supported (the llama MLP is SwiGLU: silu)", *act));
-  require_false(cfg, "attention_bias");
-  require_false(cfg, "mlp_bias");
-  check_rope_type(cfg);
+}
 
+}  // namespace
+
+ModelProfile profile_from_hf_config(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / kHfConfigFileName;
+  nlohmann::json j = read_config(path);
+  const JsonFields top(j, path.string());
+  const std::string model_type = top.string("model_type");
   ModelProfile p;
-  p.family = std::string(kLlamaFamily);
+  // The decoder's config: the top level, or the Kimi wrapper's text_config.
+  std::optional<JsonFields> text;
+  if (model_type == kKimiK25ModelType) {
+    text = top.object("text_config");
+    const std::string inner = text->optional_string("model_type").value_or(std::string(kDeepseekV3Family));
+    if (inner != kDeepseekV3Family)
+      text->fail("model_type", fmt::format("'{}' is not supported (a kimi_k25 text_config is deepseek_v3)", inner));
+    p.family = std::string(kDeepseekV3Family);
+    p.tensor_prefix = kKimiTensorPrefix;
+    if (top.optional_boolean("tie_word_embeddings").value_or(false))
+      top.fail("tie_word_embeddings", "true is not supported (family deepseek_v3 stores lm_head.weight apart)");
+  } else if (model_type == kLlamaFamily || model_type == kGlm4MoeFamily || model_type == kDeepseekV3Family ||
+             model_type == kGptOssFamily) {
+    text = top;
+    p.family = model_type;
+  } else {
+    top.fail("model_type", fmt::format("'{}' is not supported (supported: llama, glm4_moe, deepseek_v3, kimi_k25, "
+                                       "gpt_oss)",
+                                       model_type));
+  }
+  // quantization_config sits at the top level (the Kimi wrapper may repeat it in text_config).
+  std::optional<JsonFields> qc = top.optional_object("quantization_config");
+  if (!qc && text->path() != top.path()) qc = text->optional_object("quantization_config");
+  const HfQuantization q = read_hf_quantization(top, qc, p.family);
+  p.quantization = q.method;
+  p.dtype = text->has("dtype") || text->has("torch_dtype") ? hf_dtype(*text) : hf_dtype(top);
+  if (p.family == kLlamaFamily) {
+    p.dims = hf_llama_dims(*text);
+  } else if (p.family == kGlm4MoeFamily) {
+    p.dims = hf_glm4_moe_dims(*text, p.quantization);
+  } else if (p.family == kDeepseekV3Family) {
+    p.dims = hf_deepseek_v3_dims(*text, p.quantization);
+  } else {
+    p.dims = hf_gpt_oss_dims(*text, p.quantization);
+  }
+  if (p.family == kGlm4MoeFamily || p.family == kDeepseekV3Family) hf_mtp_layers(*text);  // checked here, used later
   p.id = "hf:" + dir_name(dir);  // not a profile file id: the prefix keeps the two apart
-  p.description = fmt::format("Hugging Face checkpoint {} (model_type llama)", dir.string());
-  p.quantization = "none";
-  p.dtype = hf_dtype(cfg);
-  ModelDims& d = p.dims;
-  d.layers = cfg.integer("num_hidden_layers");
-  d.hidden = cfg.integer("hidden_size");
-  d.intermediate = cfg.integer("intermediate_size");
-  d.heads = cfg.integer("num_attention_heads");
-  d.kv_heads = cfg.optional_integer("num_key_value_heads").value_or(d.heads);
-  if (d.heads <= 0) cfg.fail("num_attention_heads", fmt::format("must be a positive integer, got {}", d.heads));
-  d.head_dim = cfg.optional_integer("head_dim").value_or(d.hidden / d.heads);
-  d.vocab = cfg.integer("vocab_size");
-  d.rope_theta = hf_rope_theta(cfg);
-  d.rms_eps = cfg.optional_number("rms_norm_eps").value_or(1e-6);
-  d.tie_embeddings = cfg.optional_boolean("tie_word_embeddings").value_or(false);
-  validate_llama_dims(
-      d, path.string(),
-      LlamaDimFieldNames{"num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads",
-                         "num_key_value_heads", "head_dim", "vocab_size", "rope_theta", "rms_norm_eps"});
+  p.description = q.method == kQuantNone
+                      ? fmt::format("Hugging Face checkpoint {} (model_type {})", dir.string(), model_type)
+                      : fmt::format("Hugging Face checkpoint {} (model_type {}, {})", dir.string(), model_type,
+                                    q.description);
   p.tiny = false;
   p.hf_dir = dir;
   p.raw = std::move(j);
+  return p;
+}
+
+ModelProfile profile_from_hf_dir(const std::filesystem::path& dir) {
+  ModelProfile p = profile_from_hf_config(dir);
+  check_hf_checkpoint(p);
   return p;
 }
 

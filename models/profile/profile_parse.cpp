@@ -1,7 +1,7 @@
 // Profile JSON schema (models/profiles/<id>.json). Top level:
 //   id (string, [A-Za-z0-9._-]), family (string: llama, glm4_moe, deepseek_v3, gpt_oss), description (string),
-//   source (string: where the dims come from, e.g. the upstream config.json URL), quantization (string, per
-//   family: llama none, glm4_moe fp8-channel, deepseek_v3 nvfp4, gpt_oss mxfp4 or none), dtype (safetensors spelling of
+//   source (string: where the dims come from, e.g. the upstream config.json URL), quantization (string, a method
+//   of the family: models/profile/family_quantization.hpp), dtype (safetensors spelling of
 //   unquantized weights: BF16/F16/F32), tiny (bool, optional, default false), notes (string, optional),
 //   tensor_prefix (string, optional, deepseek_v3 only: prefix of every canonical tensor name), dims (object, keys
 //   per family).
@@ -18,13 +18,11 @@
 //   rms_eps, sliding_window, swiglu_limit, rope_scaling (optional object).
 // Unknown keys are rejected so a misspelt key never silently takes a default.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include <algorithm>
 #include <fstream>
-#include <vector>
 
 #include "core/errors.hpp"
+#include "models/profile/family_quantization.hpp"
 #include "models/profile/json_fields.hpp"
 #include "models/profile/llama_family.hpp"
 #include "models/profile/moe_dims.hpp"
@@ -39,7 +37,7 @@ bool id_char_ok(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
-ModelDims parse_llama_dims(const JsonFields& dims) {
+ModelDims parse_llama_dims(const JsonFields& dims, std::string_view) {
   dims.reject_unknown({"layers", "hidden", "intermediate", "heads", "kv_heads", "head_dim", "vocab", "rope_theta",
                        "rms_eps", "tie_embeddings"});
   ModelDims d;
@@ -82,22 +80,21 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& origin) {
   p.tiny = top.optional_boolean("tiny").value_or(false);
   struct FamilyRule {
     std::string_view family;
-    std::vector<std::string_view> quantizations;
-    ModelDims (*parse)(const JsonFields&);
+    ModelDims (*parse)(const JsonFields&, std::string_view quantization);
   };
-  static const FamilyRule kRules[] = {{kLlamaFamily, {kQuantNone}, parse_llama_dims},
-                                      {kGlm4MoeFamily, {kQuantFp8Channel}, parse_glm4_moe_dims},
-                                      {kDeepseekV3Family, {kQuantNvfp4}, parse_deepseek_v3_dims},
-                                      {kGptOssFamily, {kQuantMxfp4, kQuantNone}, parse_gpt_oss_dims}};
+  static const FamilyRule kRules[] = {{kLlamaFamily, parse_llama_dims},
+                                      {kGlm4MoeFamily, parse_glm4_moe_dims},
+                                      {kDeepseekV3Family, parse_deepseek_v3_dims},
+                                      {kGptOssFamily, parse_gpt_oss_dims}};
   const FamilyRule* rule = nullptr;
   for (const FamilyRule& r : kRules)
     if (r.family == p.family) rule = &r;
   if (rule == nullptr)
     top.fail("family",
              fmt::format("unsupported family '{}' (supported: llama, glm4_moe, deepseek_v3, gpt_oss)", p.family));
-  if (std::find(rule->quantizations.begin(), rule->quantizations.end(), p.quantization) == rule->quantizations.end())
+  if (!family_supports_quantization(p.family, p.quantization))
     top.fail("quantization", fmt::format("'{}' is not supported by family {} (supported: {})", p.quantization, p.family,
-                                         fmt::join(rule->quantizations, ", ")));
+                                         family_quantization_list(p.family)));
   if (auto prefix = top.optional_string("tensor_prefix")) {
     if (p.family != kDeepseekV3Family)
       top.fail("tensor_prefix", fmt::format("only family deepseek_v3 takes a tensor prefix, not {}", p.family));
@@ -105,8 +102,7 @@ ModelProfile parse_profile(const nlohmann::json& j, const std::string& origin) {
       top.fail("tensor_prefix", fmt::format("'{}' must be non-empty and end with '.'", *prefix));
     p.tensor_prefix = *prefix;
   }
-  p.dims = rule->parse(top.object("dims"));
-  if (p.family == kGptOssFamily && p.quantization == kQuantMxfp4) check_gpt_oss_mxfp4_dims(top.object("dims"), p.dims);
+  p.dims = rule->parse(top.object("dims"), p.quantization);
   p.raw = j;
   return p;
 }

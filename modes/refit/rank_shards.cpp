@@ -84,6 +84,27 @@ RankShards plan_rank_shards(const std::vector<TensorSpec>& canonical, const std:
   return shards;
 }
 
+uint64_t check_bucket_fits(uint64_t bucket, const RankShards& shards) {
+  // The largest, not the first, shard is named: its size is the bucket that works, so one retry suffices.
+  const ShardSlice* largest = nullptr;
+  size_t largest_rank = 0;
+  for (size_t r = 0; r < shards.size(); ++r) {
+    for (const ShardSlice& s : shards[r]) {
+      if (largest == nullptr || s.spec.bytes() > largest->spec.bytes()) {
+        largest = &s;
+        largest_rank = r;
+      }
+    }
+  }
+  if (largest != nullptr && largest->spec.bytes() > bucket) {
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("refit mode: bucket_size_bytes {} B is smaller than weight '{}' ({} B on rank {}, the "
+                            "largest weight of any rank); use a bucket of at least {} B",
+                            bucket, largest->spec.name, largest->spec.bytes(), largest_rank, largest->spec.bytes()));
+  }
+  return bucket;
+}
+
 RefitLayout refit_layout(const RankShards& shards) {
   std::vector<std::vector<TensorSpec>> specs(shards.size());
   for (size_t r = 0; r < shards.size(); ++r) {

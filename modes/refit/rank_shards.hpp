@@ -32,6 +32,12 @@ using RankShards = std::vector<std::vector<ShardSlice>>;
 /// Error(Mismatch) naming the storage when a fragment names a tensor outside `canonical` or does not fit it.
 RankShards plan_rank_shards(const std::vector<TensorSpec>& canonical, const std::vector<RankLayout>& layouts);
 
+/// Returns `bucket` when every shard of every rank fits in it (the senders never split a weight). Otherwise throws
+/// Error(Mismatch) naming the largest shard of any rank (its bytes are the smallest bucket that works), e.g.
+/// "refit mode: bucket_size_bytes 4096 B is smaller than weight 'w' (65536 B on rank 0, the largest weight of any
+/// rank); use a bucket of at least 65536 B".
+uint64_t check_bucket_fits(uint64_t bucket, const RankShards& shards);
+
 /// The receivers' expectation for `shards`: names in canonical order, rank r's spec of each its shard's spec.
 RefitLayout refit_layout(const RankShards& shards);
 

@@ -31,20 +31,6 @@ uint64_t choose_bucket_bytes(const SyncContext& context, const RankShards& shard
   return std::max(kDefaultMinBucket, align_up(largest, kMiB));
 }
 
-/// Refuses a bucket that some weight does not fit in (the senders never split a weight), naming the first one.
-uint64_t checked_bucket(uint64_t bucket, const RankShards& shards) {
-  for (size_t r = 0; r < shards.size(); ++r) {
-    for (const ShardSlice& s : shards[r]) {
-      if (s.spec.bytes() > bucket) {
-        throw Error(ErrorKind::Mismatch, fmt::format("refit mode: bucket_size_bytes {} B is smaller than weight '{}' "
-                                                     "({} B on rank {}); use a bucket of at least that size",
-                                                     bucket, s.spec.name, s.spec.bytes(), r));
-      }
-    }
-  }
-  return bucket;
-}
-
 const SyncContext& checked(const SyncContext& context) {
   if (context.sync.refit.transport == RefitTransport::CudaIpc &&
       (context.device_ipc == nullptr || context.rank_devices.size() != context.layouts.size())) {
@@ -106,7 +92,7 @@ RefitMode::RefitMode(SyncContext context)
       shards_(plan_rank_shards(context_.profile.canonical_tensors(), context_.layouts)),
       layout_(refit_layout(shards_)),
       trainer_(context_.profile, shards_, trainer_memory(context_)),
-      bucket_bytes_(checked_bucket(choose_bucket_bytes(context_, shards_), shards_)),
+      bucket_bytes_(check_bucket_fits(choose_bucket_bytes(context_, shards_), shards_)),
       pool_(bucket_bytes_, 2 * shards_.size(), std::nullopt,
             context_.sync.refit.transport == RefitTransport::CudaIpc ? context_.pinner : nullptr) {
   if (context_.sync.refit.transport == RefitTransport::Inproc) {

@@ -1,7 +1,8 @@
-// Updates of the MoE tiny presets (glm4_moe FP8, deepseek_v3 NVFP4, gpt_oss MXFP4 and BF16) through the sync
-// modes on the embedded engine at TP 2: boot at v0 from a published store, update to v1, then catch up to v3
-// (folding two deltas); after each commit the per-rank storage checksums and the probe fingerprint equal those of
-// a fresh engine natively loaded from the publisher's FULL checkpoint of that version, and no storage moved.
+// Updates of the MoE tiny presets (glm4_moe FP8 and BF16, deepseek_v3 NVFP4 and BF16, gpt_oss MXFP4 and BF16)
+// through the sync modes on the embedded engine at TP 2: boot at v0 from a published store, update to v1, then
+// catch up to v3 (folding two deltas); after each commit the per-rank storage checksums and the probe fingerprint
+// equal those of a fresh engine natively loaded from the publisher's FULL checkpoint of that version, and no
+// storage moved.
 #include <gtest/gtest.h>
 
 #include "engine/engine.hpp"
@@ -66,7 +67,9 @@ TEST_P(MoeEngineUpdates, UpdatesToV1ThenV3EqualNativeLoads) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, MoeEngineUpdates,
                          ::testing::Combine(::testing::Values(std::string("glm-tiny-fp8"),
+                                                              std::string("glm-tiny-bf16"),
                                                               std::string("kimi-tiny-nvfp4"),
+                                                              std::string("kimi-tiny-bf16"),
                                                               std::string("gpt-oss-tiny-mxfp4"),
                                                               std::string("gpt-oss-tiny-bf16")),
                                             ::testing::Values(std::string("disk"), std::string("cpu"), std::string("refit"))),

@@ -189,9 +189,26 @@ TEST_F(RefitModeTest, BucketSmallerThanAWeightIsRefusedAtSetupNamingTheWeightAnd
     if (s.spec.bytes() == needed && largest.empty()) largest = s.spec.name;
   }
   ASSERT_FALSE(largest.empty());  // rank 0 holds a largest shard (the embedding rows)
-  test::expect_error([&] { Engine engine(engine_options(needed - 1, "work")); }, ErrorKind::Mismatch,
-                     {fmt::format("refit mode: bucket_size_bytes {} B is smaller than weight '{}' ({} B on rank 0)",
-                                  needed - 1, largest, needed)});
+  for (const uint64_t bucket : {uint64_t{1}, needed - 1}) {
+    test::expect_error([&] { Engine engine(engine_options(bucket, "work")); }, ErrorKind::Mismatch,
+                       {fmt::format("refit mode: bucket_size_bytes {} B is smaller than weight '{}' ({} B on rank 0, "
+                                    "the largest weight of any rank); use a bucket of at least {} B",
+                                    bucket, largest, needed, needed)});
+  }
+}
+
+TEST_F(RefitModeTest, BucketRefusalNamesTheLargestWeightNotTheFirstMisfit) {
+  // The size named is the bucket that works, so one retry suffices.
+  auto slice = [](const std::string& name, int64_t elements) {
+    refit::ShardSlice s;
+    s.spec = TensorSpec{name, DType::U8, Shape{elements}};
+    return s;
+  };
+  const refit::RankShards shards = {{slice("a", 100), slice("b", 300)}, {slice("c", 200), slice("d", 700)}};
+  test::expect_error([&] { refit::check_bucket_fits(150, shards); }, ErrorKind::Mismatch,
+                     {"refit mode: bucket_size_bytes 150 B is smaller than weight 'd' (700 B on rank 1, the largest "
+                      "weight of any rank); use a bucket of at least 700 B"});
+  EXPECT_EQ(refit::check_bucket_fits(700, shards), 700u);
 }
 
 TEST_F(RefitModeTest, UnknownTransportIsRefusedByItsName) {

@@ -21,8 +21,8 @@
 
 namespace wsb::test {
 
-inline const std::vector<std::string> kMoeTinyProfiles = {"glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4",
-                                                          "gpt-oss-tiny-bf16"};
+inline const std::vector<std::string> kMoeTinyProfiles = {"glm-tiny-fp8",   "glm-tiny-bf16",      "kimi-tiny-nvfp4",
+                                                          "kimi-tiny-bf16", "gpt-oss-tiny-mxfp4", "gpt-oss-tiny-bf16"};
 
 inline ModelProfile moe_profile(const std::string& id) { return find_profile(id, WSBENCH_PROFILES_DIR); }
 

@@ -1,8 +1,8 @@
 // config.json of FULL checkpoints (models/profile/hf_config_write.hpp): exact keys and values per tiny preset and
 // for full-size and scaled profiles, written out from the profile JSONs' dims by hand (the upstream key names are
 // those of transformers' LlamaConfig / Glm4MoeConfig / DeepseekV3Config / GptOssConfig and of the public
-// quantization formats); the llama config read back by profile_from_hf_dir gives the same dims; a Hugging Face
-// directory's own config.json is copied verbatim.
+// quantization formats); every profile's config read back by profile_from_hf_config gives the same profile; a
+// Hugging Face directory's own config.json is copied verbatim, with the scaled counts where the family keeps them.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -197,27 +197,55 @@ TEST(HfConfigWrite, TextIsTheSortedDumpWithANewline) {
   EXPECT_EQ(text.rfind("{\n  \"architectures\": [\n    \"GptOssForCausalLM\"\n  ],\n", 0), 0u) << text;
 }
 
-/// The llama config written for a profile and read back by profile_from_hf_dir gives the same profile.
-void expect_llama_round_trip(const ModelProfile& p) {
+TEST(HfConfigWrite, Bf16VariantsAreTheQuantizedConfigsWithoutQuantizationConfig) {
+  for (const auto& [bf16, quantized] : {std::pair{"glm-tiny-bf16", "glm-tiny-fp8"},
+                                        {"kimi-tiny-bf16", "kimi-tiny-nvfp4"},
+                                        {"glm-4.5-air-bf16", "glm-4.5-air-fp8"},
+                                        {"kimi-k2.6-bf16", "kimi-k2.6-nvfp4"}}) {
+    SCOPED_TRACE(bf16);
+    json expected = hf_config_json(profile(quantized));
+    ASSERT_TRUE(expected.contains("quantization_config"));
+    expected.erase("quantization_config");
+    expect_json(hf_config_json(profile(bf16)), expected);
+  }
+}
+
+/// The config written for a profile and read back by profile_from_hf_config gives the same profile.
+void expect_round_trip(const ModelProfile& p) {
   SCOPED_TRACE(p.id);
   TempDir dir;
   write_bytes(dir / "config.json", hf_config_text(p));
-  const ModelProfile back = profile_from_hf_dir(dir.path());
-  test::expect_same_dims(back.dims, p.dims);
-  EXPECT_EQ(back.family, p.family);
-  EXPECT_EQ(back.quantization, p.quantization);
-  EXPECT_EQ(back.dtype, p.dtype);
-  EXPECT_EQ(test::tensor_lines(back), test::tensor_lines(p));
+  const ModelProfile back = profile_from_hf_config(dir.path());
+  test::expect_same_profile(back, p);
 }
 
-TEST(HfConfigWrite, LlamaRoundTripThroughProfileFromHfDir) {
-  expect_llama_round_trip(profile("llama-tiny-bf16"));
-  expect_llama_round_trip(profile("llama-3.1-8b-bf16"));
-  expect_llama_round_trip(scale_profile(profile("llama-3.1-8b-bf16"), ProfileScale{2}));
+TEST(HfConfigWrite, EveryProfileRoundTripsThroughProfileFromHfConfig) {
+  const std::vector<ModelProfile> all = list_profiles(kProfiles);
+  EXPECT_EQ(all.size(), 14u);
+  for (const ModelProfile& p : all) expect_round_trip(p);
+  expect_round_trip(scale_profile(profile("llama-3.1-8b-bf16"), ProfileScale{2}));
+  expect_round_trip(scale_profile(profile("kimi-k2.6-nvfp4"), ProfileScale{3, 16}));
+  expect_round_trip(scale_profile(profile("glm-4.5-air-bf16"), ProfileScale{2, 8}));
   json raw = profile("llama-tiny-bf16").raw;  // tied embeddings and another dtype travel too
   raw["dims"]["tie_embeddings"] = true;
   raw["dtype"] = "F16";
-  expect_llama_round_trip(parse_profile(raw, "llama-tiny tied f16"));
+  expect_round_trip(parse_profile(raw, "llama-tiny tied f16"));
+  raw = profile("kimi-tiny-bf16").raw;  // the deepseek_v3 form without the Kimi wrapper
+  raw.erase("tensor_prefix");
+  expect_round_trip(parse_profile(raw, "kimi-tiny-bf16 without prefix"));
+}
+
+TEST(HfConfigWrite, ScaledHfDirProfileKeepsItsConfigWithTheScaledCounts) {
+  // A Kimi wrapper config read back from a directory: the counts live in text_config.
+  TempDir dir;
+  write_bytes(dir / "config.json", hf_config_text(profile("kimi-tiny-nvfp4")));
+  const ModelProfile hf = profile_from_hf_config(dir.path());
+  const json scaled = hf_config_json(scale_profile(hf, ProfileScale{2, 4}));
+  json expected = json::parse(read_bytes(dir / "config.json"));
+  expected["text_config"]["num_hidden_layers"] = 2;
+  expected["text_config"]["n_routed_experts"] = 4;
+  expect_json(scaled, expected);
+  EXPECT_EQ(hf_config_text(hf), read_bytes(dir / "config.json"));  // unscaled: verbatim
 }
 
 TEST(HfConfigWrite, HfDirProfileCopiesItsConfigVerbatim) {

@@ -1,8 +1,8 @@
 // Building blocks of the MoE forward passes: the quantized matrix-vector kernels read the runtime storages (after
 // sharding and the post-load transform) and agree with a direct dequantization of the canonical tensors for every
-// rank and expert at TP 1/2/4/8 (FP8 channel, NVFP4 with straddled w2 blocks, MXFP4 with padded ranks, gpt_oss's
-// K-major BF16); the routing, RoPE, attention and activation helpers give the exact values of their transformers
-// counterparts.
+// rank and expert at TP 1/2/4/8 (BF16, FP8 channel, NVFP4 with straddled w2 blocks, MXFP4 with padded ranks,
+// gpt_oss's K-major BF16); the routing, RoPE, attention and activation helpers give the exact values of their
+// transformers counterparts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -92,7 +92,24 @@ std::vector<Case> ExpertKernels::cases(const RankImages& img, int tp, int rank, 
   const ModelDims& d = profile.dims;
   const int64_t h = d.hidden;
   std::vector<Case> out;
-  if (profile.family == kGlm4MoeFamily) {
+  if (profile.quantization == kQuantNone && profile.family != kGptOssFamily) {
+    // Unquantized experts (glm4_moe and deepseek_v3 BF16): w13 = [gate slice; up slice], w2 input columns.
+    const RankSlice im = moe_intermediate_slice(d, tp, rank);
+    auto bf16 = [&](const std::string& proj, int64_t row, int64_t k, int64_t cols) {
+      const std::vector<uint8_t>& b = canon(e, proj + ".weight");
+      uint16_t code;
+      std::memcpy(&code, &b[static_cast<size_t>(row * cols + k) * 2], 2);
+      return double{bf16_to_float(code)};
+    };
+    const QuantLinear w13 = dense_linear(ref(img, rank, "mlp.experts.w13_weight"), 2 * im.length, h);
+    out.push_back(make_case(w13, "bf16 w13", [&](int64_t n, int64_t k) {
+      return n < im.length ? bf16("gate_proj", im.start + n, k, h) : bf16("up_proj", im.start + n - im.length, k, h);
+    }));
+    const QuantLinear w2 = dense_linear(ref(img, rank, "mlp.experts.w2_weight"), h, im.length);
+    out.push_back(make_case(w2, "bf16 w2", [&](int64_t n, int64_t k) {
+      return bf16("down_proj", n, im.start + k, d.moe_intermediate);
+    }));
+  } else if (profile.family == kGlm4MoeFamily) {
     // FP8 channel: value = e4m3(weight[row][k]) * weight_scale[row] (compressed-tensors, moe_family.hpp).
     const RankSlice im = moe_intermediate_slice(d, tp, rank);
     // Canonical tensors resolved once per expert: (weight, weight_scale) of each projection.
@@ -145,7 +162,7 @@ std::vector<Case> ExpertKernels::cases(const RankImages& img, int tp, int rank, 
     out.push_back(make_case(w2, "kimi w2 (K phase " + std::to_string(im.start % 16) + ")", [&](int64_t n, int64_t k) {
       return nvfp4(down, n, im.start + k, d.moe_intermediate);
     }));
-  } else if (profile.quantization == kQuantNone) {
+  } else if (profile.family == kGptOssFamily && profile.quantization == kQuantNone) {
     // gpt_oss BF16: canonical gate_up_proj [E, H, 2I] and down_proj [E, I, H] are x @ W (value(n, k) = W[e][k][n]);
     // the rank holds outputs [2 start, 2 end) of gate_up (interleave kept) and inputs [start, end) of down.
     const RankSlice im = gpt_oss_bf16_intermediate_slice(d, tp, rank);
@@ -307,36 +324,6 @@ TEST(MoeOps, PartialRopeRotatesOnlyTheLeadingDims) {
   apply_partial_rope(x, 2, 8, 4, cos, sin);
   EXPECT_EQ(std::vector<float>(x, x + 8), (std::vector<float>{-3, 2, 1, 4, 5, 6, 7, 8}));
   EXPECT_EQ(std::vector<float>(x + 8, x + 16), (std::vector<float>{0, 0, 1, 0, 9, 9, 9, 9}));
-}
-
-TEST(MoeOps, YarnKeepsFastDimsInterpolatesSlowOnesAndScalesCosSin) {
-  // gpt-oss-tiny: head_dim 16, theta 150000, factor 32 over 4096 positions, beta 32 / 1, truncate false. The
-  // correction range is [16 ln(4096 / 64 pi) / 2 ln 150000, 16 ln(4096 / 2 pi) / 2 ln 150000] = [2.02, 4.35]:
-  // dims 0..2 keep the plain frequencies, dims 5..7 are divided by the factor, 3 and 4 mix them.
-  const YarnRope y = rope_yarn(150000.0, 16, 32.0, 4096, 32.0, 1.0, 0.0, 0.0, false);
-  const std::vector<float> plain = rope_inv_freq(150000.0, 16);
-  ASSERT_EQ(y.inv_freq.size(), 8u);
-  for (size_t j : {0u, 1u, 2u}) EXPECT_EQ(y.inv_freq[j], plain[j]) << j;
-  for (size_t j : {5u, 6u, 7u}) EXPECT_EQ(y.inv_freq[j], 1.0f / (32.0f * (1.0f / plain[j]))) << j;
-  const double low = 16 * std::log(4096 / (64 * M_PI)) / (2 * std::log(150000.0));
-  const double high = 16 * std::log(4096 / (2 * M_PI)) / (2 * std::log(150000.0));
-  const float ramp3 = (3.0f - static_cast<float>(low)) / static_cast<float>(high - low);
-  EXPECT_NEAR(y.inv_freq[3], plain[3] * (1 - ramp3) + plain[3] / 32 * ramp3, 1e-7);
-  EXPECT_EQ(y.attention_factor, static_cast<float>(0.1 * std::log(32.0) + 1.0));  // 1.3465736
-  // truncate (transformers' default) widens the range to whole dims [2, 5]: dim 4 moves.
-  const YarnRope t = rope_yarn(150000.0, 16, 32.0, 4096, 32.0, 1.0, 0.0, 0.0, true);
-  EXPECT_EQ(t.inv_freq[2], plain[2]);
-  EXPECT_NE(t.inv_freq[4], y.inv_freq[4]);
-  // DeepSeek's mscale / mscale_all_dim ratio.
-  EXPECT_EQ(rope_yarn(10000.0, 64, 40.0, 4096, 32.0, 1.0, 1.0, 1.0, true).attention_factor, 1.0f);
-  // cos and sin both carry the factor.
-  float c[8], s[8], c1[8], s1[8];
-  rope_angles(y.inv_freq, 5, c, s, y.attention_factor);
-  rope_angles(y.inv_freq, 5, c1, s1);
-  for (int j = 0; j < 8; ++j) {
-    EXPECT_EQ(c[j], c1[j] * y.attention_factor);
-    EXPECT_EQ(s[j], s1[j] * y.attention_factor);
-  }
 }
 
 TEST(MoeOps, InterleavedRopeTurnsAdjacentPairsAndDeinterleaves) {

@@ -331,7 +331,7 @@ TEST(MoeProfiles, SchemaErrorsNameFileAndField) {
        "field 'dims.partial_rotary_factor': 0.3 must be in (0, 1]"},
       {"glm-tiny-fp8", [](auto& j) { j["dims"]["kv_heads"] = 3; }, "field 'dims.kv_heads': 3 does not divide"},
       {"glm-tiny-fp8", [](auto& j) { j["quantization"] = "nvfp4"; },
-       "field 'quantization': 'nvfp4' is not supported by family glm4_moe (supported: fp8-channel)"},
+       "field 'quantization': 'nvfp4' is not supported by family glm4_moe (supported: fp8-channel, none)"},
       {"glm-tiny-fp8", [](auto& j) { j["tensor_prefix"] = "x."; },
        "field 'tensor_prefix': only family deepseek_v3 takes a tensor prefix"},
       {"kimi-tiny-nvfp4", [](auto& j) { j["dims"]["hidden"] = 120; },

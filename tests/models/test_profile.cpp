@@ -210,10 +210,10 @@ nlohmann::json minimal_hf_config() {
           {"num_attention_heads", 8}, {"vocab_size", 300},      {"torch_dtype", "float16"}};
 }
 
-TEST(Profile, FromHfDirDefaultsFollowLlamaConfig) {
+TEST(Profile, FromHfConfigDefaultsFollowLlamaConfig) {
   TempDir dir;
   write_json(dir.path() / "config.json", minimal_hf_config());
-  ModelProfile p = profile_from_hf_dir(dir.path());
+  ModelProfile p = profile_from_hf_config(dir.path());
   EXPECT_EQ(p.dtype, DType::F16);
   EXPECT_EQ(p.dims.kv_heads, 8);  // num_key_value_heads defaults to num_attention_heads
   EXPECT_EQ(p.dims.head_dim, 8);  // hidden_size / num_attention_heads
@@ -227,23 +227,32 @@ TEST(Profile, FromHfDirDefaultsFollowLlamaConfig) {
   j["tie_word_embeddings"] = true;
   j["head_dim"] = nullptr;  // null counts as absent
   write_json(dir.path() / "config.json", j);
-  p = profile_from_hf_dir(dir.path());
+  p = profile_from_hf_config(dir.path());
   EXPECT_EQ(p.dims.rope_theta, 500000.0);
   EXPECT_TRUE(p.dims.tie_embeddings);
   EXPECT_EQ(p.dims.head_dim, 8);
   EXPECT_EQ(p.canonical_tensors().back().name, "model.norm.weight");
 }
 
-TEST(Profile, FromHfDirErrorsNameConfigField) {
+TEST(Profile, FromHfDirNeedsTheCheckpointBesideItsConfig) {
+  TempDir dir;
+  write_json(dir.path() / "config.json", minimal_hf_config());
+  expect_error([&] { profile_from_hf_dir(dir.path()); }, ErrorKind::Missing,
+               {dir.path().string() + ": neither model.safetensors.index.json nor model.safetensors found"});
+}
+
+TEST(Profile, FromHfConfigErrorsNameConfigField) {
   TempDir dir;
   const std::string cfg = (dir.path() / "config.json").string();
+  expect_error([&] { profile_from_hf_config(dir.path()); }, ErrorKind::Missing, {cfg});
   expect_error([&] { profile_from_hf_dir(dir.path()); }, ErrorKind::Missing, {cfg});
   struct Case {
     std::function<void(nlohmann::json&)> edit;
     std::string part;
   };
   const std::vector<Case> cases = {
-      {[](auto& j) { j["model_type"] = "mistral"; }, "field 'model_type': 'mistral' is not supported"},
+      {[](auto& j) { j["model_type"] = "mistral"; }, "field 'model_type': 'mistral' is not supported (supported: "
+                                                    "llama, glm4_moe, deepseek_v3, kimi_k25, gpt_oss)"},
       {[](auto& j) { j.erase("hidden_size"); }, "field 'hidden_size': missing"},
       {[](auto& j) { j["num_key_value_heads"] = 3; }, "field 'num_key_value_heads': 3 does not divide"},
       {[](auto& j) { j["torch_dtype"] = "int8"; }, "field 'torch_dtype': 'int8' is not a supported weight dtype"},
@@ -251,7 +260,10 @@ TEST(Profile, FromHfDirErrorsNameConfigField) {
       {[](auto& j) {
          j["rope_scaling"] = {{"rope_type", "yarn"}};
        },
-       "field 'rope_scaling.rope_type': unsupported"},
+       "field 'rope_scaling.rope_type': unsupported rope type 'yarn' (supported by family llama: default, llama3)"},
+      {[](auto& j) { j["quantization_config"] = {{"quant_method", "mxfp4"}}; },
+       "field 'quantization_config.quant_method': 'mxfp4' (MXFP4) is not supported by family llama (supported: "
+       "none)"},
       {[](auto& j) { j["attention_bias"] = true; }, "field 'attention_bias': biases are not supported"},
       {[](auto& j) { j["hidden_act"] = "gelu"; }, "field 'hidden_act': 'gelu' is not supported"},
   };
@@ -259,7 +271,7 @@ TEST(Profile, FromHfDirErrorsNameConfigField) {
     nlohmann::json j = minimal_hf_config();
     c.edit(j);
     write_json(dir.path() / "config.json", j);
-    expect_error([&] { profile_from_hf_dir(dir.path()); }, ErrorKind::Format, {cfg + ": " + c.part});
+    expect_error([&] { profile_from_hf_config(dir.path()); }, ErrorKind::Format, {cfg + ": " + c.part});
   }
 }
 

@@ -43,6 +43,7 @@ inline void expect_same_dims(const ModelDims& actual, const ModelDims& expected)
   EXPECT_EQ(actual.rope_scaling.beta_slow, expected.rope_scaling.beta_slow);
   EXPECT_EQ(actual.rope_scaling.mscale, expected.rope_scaling.mscale);
   EXPECT_EQ(actual.rope_scaling.mscale_all_dim, expected.rope_scaling.mscale_all_dim);
+  EXPECT_EQ(actual.rope_scaling.truncate, expected.rope_scaling.truncate);
 }
 
 /// "name DTYPE [d0, d1]" per canonical tensor, in order: a readable form for EXPECT_EQ on tensor lists.
@@ -51,6 +52,17 @@ inline std::vector<std::string> tensor_lines(const ModelProfile& profile) {
   for (const TensorSpec& t : profile.canonical_tensors())
     lines.push_back(t.name + " " + std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape));
   return lines;
+}
+
+/// A profile read back from a config (or checkpoint) equals `expected` in dims, family, quantization, dtype,
+/// tensor prefix and canonical tensor list.
+inline void expect_same_profile(const ModelProfile& actual, const ModelProfile& expected) {
+  expect_same_dims(actual.dims, expected.dims);
+  EXPECT_EQ(actual.family, expected.family);
+  EXPECT_EQ(actual.quantization, expected.quantization);
+  EXPECT_EQ(actual.dtype, expected.dtype);
+  EXPECT_EQ(actual.tensor_prefix, expected.tensor_prefix);
+  EXPECT_EQ(tensor_lines(actual), tensor_lines(expected));
 }
 
 }  // namespace wsb::test
