@@ -75,6 +75,7 @@ std::vector<PublicationStats> publish_checkpoints(const PublishArgs& args) {
                                   {args.experts.has_value(), "--experts"}}) {
     if (set) refuse(fmt::format("{} has no meaning with --from-checkpoints (the checkpoints are the versions)", name));
   }
+  if (args.frame_bytes != 0) refuse("--frame-bytes: checkpoint publications write one zstd frame per payload");
   CheckpointPublishOptions options;
   options.store = args.store;
   options.encoding = parse_delta_encoding(args.encoding);  // nullopt for "auto"
@@ -107,6 +108,7 @@ std::vector<PublicationStats> publish_synthetic(const std::filesystem::path& pro
   auto encoding = parse_delta_encoding(args.encoding);
   if (!encoding) throw Error(ErrorKind::Format, fmt::format("--encoding '{}': expected xor or overwrite", args.encoding));
   options.encoding = *encoding;
+  options.frame_bytes = args.frame_bytes;
   options.density = args.density;
   options.fsync = args.fsync;
   options.threads = args.threads;

@@ -25,6 +25,7 @@ struct PublishArgs {
   std::optional<std::string> versions;  ///< "A..B", or "N" = "0..N" (as a matrix's publish_versions N); absent: 0..3
   std::optional<uint64_t> seed;         ///< absent: 0
   std::string encoding = "xor";         ///< xor | overwrite | auto (--from-checkpoints only)
+  uint64_t frame_bytes = 0;  ///< xor mask bytes per zstd frame; 0: one frame per payload ("zstd")
   std::optional<double> density;
   std::optional<int> layers;
   std::optional<int> experts;

@@ -36,6 +36,8 @@ void Xxh3Hasher::update(std::span<const uint8_t> bytes) {
   XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
 }
 
+void Xxh3Hasher::reset() { XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_)); }
+
 std::string Xxh3Hasher::hex() const { return canonical_hex(XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_))); }
 
 }  // namespace wsb

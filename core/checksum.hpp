@@ -19,6 +19,8 @@ class Xxh3Hasher {
   Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
   void update(std::span<const uint8_t> bytes);
   std::string hex() const;
+  /// Starts over, as freshly constructed (the state is reused: no allocation).
+  void reset();
 
  private:
   void* state_;

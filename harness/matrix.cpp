@@ -18,8 +18,13 @@ namespace wsb {
 namespace {
 
 const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtime",         "engine",
+<<<<<<< HEAD
                                         "tp",       "n",      "seed",    "target",          "publish_versions", "updates",
                                         "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
+=======
+                                        "tp",       "n",      "seed",    "target",          "publish_versions",
+                                        "encoding", "frame_bytes", "density", "layers", "experts", "prepare_threads", "floor_bytes",
+>>>>>>> main
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
                                         "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
@@ -111,6 +116,7 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("publish_versions")) cell.publish_versions = get_field<uint32_t>(j, "publish_versions", where);
   if (j.contains("updates")) cell.updates = get_field<uint32_t>(j, "updates", where);
   if (j.contains("encoding")) cell.encoding = get_field<std::string>(j, "encoding", where);
+  if (j.contains("frame_bytes")) cell.frame_bytes = get_field<uint64_t>(j, "frame_bytes", where);
   if (j.contains("density")) cell.density = get_field<double>(j, "density", where);
   if (j.contains("layers")) cell.layers = get_field<int>(j, "layers", where);
   if (j.contains("experts")) cell.experts = get_field<int>(j, "experts", where);
@@ -181,6 +187,11 @@ void validate_values(const MatrixCell& cell, const std::map<std::string, Launche
   if (cell.density && !(*cell.density >= 0 && *cell.density <= 1)) {
     fail(where, fmt::format("field 'density' must be in [0, 1] (0: identity deltas), got {}", *cell.density));
   }
+  if (cell.frame_bytes % 4096 != 0) {
+    fail(where, fmt::format("field 'frame_bytes' must be 0 (one zstd frame per payload) or a multiple of 4096, "
+                            "got {}",
+                            cell.frame_bytes));
+  }
   if (cell.layers && *cell.layers < 1) fail(where, "field 'layers' must be >= 1");
   if (cell.experts && *cell.experts < 1) fail(where, "field 'experts' must be >= 1");
   if (cell.prepare_threads < 1) fail(where, "field 'prepare_threads' must be >= 1");
@@ -214,6 +225,9 @@ void validate_checkpoint_fields(const MatrixCell& cell, const std::string& where
                             cell.publish_versions, cell.checkpoints.size()));
   }
   if (cell.density) fail(where, "field 'density' has no meaning with field 'checkpoints' (the checkpoints are the deltas)");
+  if (cell.frame_bytes != 0) {
+    fail(where, "field 'frame_bytes' needs synthetic versions (checkpoint publications write one zstd frame per payload)");
+  }
   if (cell.scaled()) {
     fail(where, "fields 'layers' and 'experts' cannot scale field 'checkpoints' (every tensor of a real delta is "
                 "published)");
@@ -544,6 +558,7 @@ nlohmann::json MatrixCell::to_json() const {
   if (on_checkpoint()) j["checkpoint"] = checkpoint;
   if (!checkpoints.empty()) j["checkpoints"] = checkpoints;
   if (density) j["density"] = *density;
+  if (frame_bytes != 0) j["frame_bytes"] = frame_bytes;
   if (layers) j["layers"] = *layers;
   if (experts) j["experts"] = *experts;
   write_sync_fields(sync, j);

@@ -46,6 +46,10 @@ struct MatrixCell {
   uint32_t updates = 1;
   uint32_t publish_versions = 3;  ///< publications v0..N
   std::string encoding = "xor";  ///< xor | overwrite | auto (cells with `checkpoints`: the smaller per publication)
+  /// xor mask bytes per zstd frame of the published deltas; 0 (default) one frame per payload, the
+  /// Stitch/SGLang-fork format ("zstd"); > 0 publishes "zstd-frames", which a reader can decode on several threads
+  /// per tensor but a fork reader refuses (publication/delta_codec.hpp).
+  uint64_t frame_bytes = 0;
   std::optional<double> density;
   std::optional<int> layers;   ///< scaling knob: keep the first N layers
   std::optional<int> experts;  ///< scaling knob: keep the first N routed experts (per-tensor shapes stay real)

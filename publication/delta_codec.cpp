@@ -21,15 +21,29 @@ void put_u32le(std::vector<uint8_t>& out, size_t at, uint32_t value) {
   out[at + 3] = static_cast<uint8_t>(value >> 24);
 }
 
-std::vector<uint8_t> encode_xor(std::span<const uint8_t> base, std::span<const uint8_t> target, int level) {
-  ZstdFrameEncoder encoder(base.size(), level);
-  std::vector<uint8_t> mask(std::min(base.size(), kXorChunk));
-  for (size_t at = 0; at < base.size(); at += kXorChunk) {
-    size_t n = std::min(kXorChunk, base.size() - at);
+/// One frame of the mask of bytes [begin, end).
+std::vector<uint8_t> encode_xor_frame(std::span<const uint8_t> base, std::span<const uint8_t> target, size_t begin,
+                                      size_t end, int level) {
+  ZstdFrameEncoder encoder(end - begin, level);
+  std::vector<uint8_t> mask(std::min(end - begin, kXorChunk));
+  for (size_t at = begin; at < end; at += kXorChunk) {
+    size_t n = std::min(kXorChunk, end - at);
     for (size_t i = 0; i < n; ++i) mask[i] = base[at + i] ^ target[at + i];
     encoder.update(std::span<const uint8_t>(mask.data(), n));
   }
   return encoder.finish();
+}
+
+std::vector<uint8_t> encode_xor(std::span<const uint8_t> base, std::span<const uint8_t> target, int level,
+                                uint64_t frame_bytes) {
+  if (frame_bytes == 0 || frame_bytes >= base.size()) return encode_xor_frame(base, target, 0, base.size(), level);
+  std::vector<uint8_t> out;
+  for (size_t at = 0; at < base.size(); at += frame_bytes) {
+    const std::vector<uint8_t> frame =
+        encode_xor_frame(base, target, at, std::min<size_t>(base.size(), at + frame_bytes), level);
+    out.insert(out.end(), frame.begin(), frame.end());
+  }
+  return out;
 }
 
 std::vector<uint8_t> encode_overwrite(std::span<const uint8_t> base, std::span<const uint8_t> target, int level) {
@@ -55,6 +69,16 @@ std::vector<uint8_t> encode_overwrite(std::span<const uint8_t> base, std::span<c
 
 }  // namespace
 
+std::string_view compression_format_name(PayloadFraming framing) {
+  return framing == PayloadFraming::OneFrame ? kZstdOneFrame : kZstdFrames;
+}
+
+std::optional<PayloadFraming> parse_compression_format(std::string_view name) {
+  if (name == kZstdOneFrame) return PayloadFraming::OneFrame;
+  if (name == kZstdFrames) return PayloadFraming::Frames;
+  return std::nullopt;
+}
+
 std::string_view delta_encoding_name(DeltaEncoding encoding) {
   return encoding == DeltaEncoding::Xor ? "xor" : "overwrite";
 }
@@ -66,12 +90,12 @@ std::optional<DeltaEncoding> parse_delta_encoding(std::string_view name) {
 }
 
 std::vector<uint8_t> encode_delta(DeltaEncoding encoding, std::span<const uint8_t> base,
-                                  std::span<const uint8_t> target, int zstd_level) {
+                                  std::span<const uint8_t> target, int zstd_level, uint64_t frame_bytes) {
   if (base.size() != target.size()) {
     throw Error(ErrorKind::Mismatch, fmt::format("{} delta: base has {} bytes, target {}",
                                                  delta_encoding_name(encoding), base.size(), target.size()));
   }
-  return encoding == DeltaEncoding::Xor ? encode_xor(base, target, zstd_level)
+  return encoding == DeltaEncoding::Xor ? encode_xor(base, target, zstd_level, frame_bytes)
                                         : encode_overwrite(base, target, zstd_level);
 }
 

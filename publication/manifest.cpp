@@ -8,7 +8,6 @@
 namespace wsb {
 namespace {
 
-constexpr std::string_view kZstd = "zstd";
 constexpr std::string_view kXxh3 = "xxh3-128";
 
 const std::string* find_field(const CheckpointIndex& index, const std::string& key) {
@@ -43,10 +42,13 @@ PublicationManifest parse_manifest(const CheckpointIndex& index, const std::stri
   }
 
   if (const std::string* compression = find_field(index, "compression_format")) {
-    if (*compression != kZstd) {
-      fail(origin, fmt::format("metadata 'compression_format' '{}' is unknown (known: zstd)", *compression));
+    const std::optional<PayloadFraming> framing = parse_compression_format(*compression);
+    if (!framing) {
+      fail(origin, fmt::format("metadata 'compression_format' '{}' is unknown (known: zstd, zstd-frames)",
+                               *compression));
     }
     manifest.compression_format = *compression;
+    manifest.framing = *framing;
   } else if (delta) {
     fail(origin, "metadata 'compression_format' missing (required for a DELTA publication)");
   }
@@ -66,8 +68,9 @@ std::map<std::string, std::string> manifest_metadata(const PublicationManifest& 
   if (manifest.base_version) out["base_version"] = version_string(*manifest.base_version);
   if (manifest.kind == PublicationKind::Delta) {
     out["delta_encoding"] = std::string(delta_encoding_name(manifest.encoding));
-    out["compression_format"] = manifest.compression_format.empty() ? std::string(kZstd)
-                                                                    : manifest.compression_format;
+    out["compression_format"] = manifest.compression_format.empty()
+                                    ? std::string(compression_format_name(manifest.framing))
+                                    : manifest.compression_format;
   }
   out["checksum_format"] = manifest.checksum_format;
   return out;

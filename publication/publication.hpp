@@ -20,20 +20,22 @@ namespace wsb {
 enum class PublicationKind { Full, Delta };
 
 /// Index metadata of a publication: version and base_version are 6-digit strings; delta_encoding absent => FULL;
-/// compression_format "zstd"; checksum_format "xxh3-128" (default when absent).
+/// compression_format "zstd" (one frame per payload) or "zstd-frames" (one or more: delta_codec.hpp);
+/// checksum_format "xxh3-128" (default when absent).
 struct PublicationManifest {
   uint32_t version = 0;
   std::optional<uint32_t> base_version;
   PublicationKind kind = PublicationKind::Full;
   DeltaEncoding encoding = DeltaEncoding::Xor;
   std::string compression_format;
+  PayloadFraming framing = PayloadFraming::OneFrame;  ///< what compression_format says
   std::string checksum_format = "xxh3-128";
 };
 
 /// Checks index metadata against the rules above and returns the manifest. `origin` names the index file in
 /// errors. Throws Error(Format) naming the field: 'version' missing or not 6 digits, 'delta_encoding' not
 /// xor/overwrite, 'base_version' missing on a DELTA or not 6 digits, 'compression_format' missing on a DELTA or
-/// not "zstd", 'checksum_format' other than "xxh3-128".
+/// neither "zstd" nor "zstd-frames", 'checksum_format' other than "xxh3-128".
 PublicationManifest parse_manifest(const CheckpointIndex& index, const std::string& origin);
 
 /// Index metadata strings of `manifest` (version, base_version when set, delta_encoding and compression_format

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -98,6 +99,118 @@ void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data
     stream_xor(payload, data, applied, ignored, nullptr);
     throw Error(ErrorKind::Format, fmt::format("{}: {}", what, error));
   }
+}
+
+struct MaskReader::Impl {
+  std::unique_ptr<ZSTD_DStream, DStreamFree> stream{ZSTD_createDStream()};
+  std::span<const uint8_t> payload;
+  std::span<const ZstdFrameExtent> frames;  ///< empty: one frame
+  uint64_t total = 0;
+  size_t frame = 0;       ///< frame being read (multi-frame)
+  uint64_t position = 0;  ///< next mask byte
+  uint64_t frame_end = 0;  ///< mask byte where the frame being read ends
+  bool frame_open = false;  ///< zstd has not yet reported the frame's end
+  ZSTD_inBuffer in{};
+
+  std::string where() const {
+    return frames.empty() ? std::string() : fmt::format("frame {} at byte {}: ", frame, frames[frame].offset);
+  }
+  void start_frame() {
+    ZSTD_DCtx_reset(stream.get(), ZSTD_reset_session_only);
+    if (frames.empty()) {
+      in = ZSTD_inBuffer{payload.data(), payload.size(), 0};
+      frame_end = total;
+    } else {
+      const ZstdFrameExtent& f = frames[frame];
+      in = ZSTD_inBuffer{payload.data() + f.offset, f.compressed, 0};
+      frame_end = f.content_begin + f.content;
+    }
+    frame_open = true;
+  }
+  /// The current frame produced all it declared: zstd must end it there, with nothing more to output.
+  std::string end_frame() {
+    uint8_t probe[64];
+    while (frame_open) {
+      ZSTD_outBuffer out{probe, sizeof probe, 0};
+      const size_t ret = ZSTD_decompressStream(stream.get(), &out, &in);
+      if (ZSTD_isError(ret)) return where() + fmt::format("corrupt zstd frame ({})", ZSTD_getErrorName(ret));
+      if (out.pos > 0) {
+        return frames.empty() ? fmt::format("mask longer than the tensor's {} bytes", total)
+                              : where() + fmt::format("frame produces more than the {} bytes it declares",
+                                                      frames[frame].content);
+      }
+      if (ret == 0) {
+        frame_open = false;
+        break;
+      }
+      if (in.pos == in.size) return where() + "truncated zstd frame";
+    }
+    if (frames.empty() && in.pos != in.size) return fmt::format("{} bytes after the zstd frame", in.size - in.pos);
+    return {};
+  }
+};
+
+MaskReader::MaskReader() : impl_(std::make_unique<Impl>()) {
+  if (!impl_->stream) throw std::bad_alloc();
+}
+MaskReader::~MaskReader() = default;
+MaskReader::MaskReader(MaskReader&&) noexcept = default;
+MaskReader& MaskReader::operator=(MaskReader&&) noexcept = default;
+
+void MaskReader::open(std::span<const uint8_t> payload, std::span<const ZstdFrameExtent> frames, uint64_t total,
+                      uint64_t begin) {
+  Impl& m = *impl_;
+  m.payload = payload;
+  m.frames = frames;
+  m.total = total;
+  m.position = begin;
+  m.frame = 0;
+  if (!frames.empty()) {
+    // Frames are few (one per tens of MiB): a linear search costs nothing next to decoding one.
+    while (m.frame + 1 < frames.size() && frames[m.frame].content_begin + frames[m.frame].content <= begin) ++m.frame;
+  }
+  m.start_frame();
+}
+
+std::string MaskReader::read(std::span<uint8_t> out) {
+  Impl& m = *impl_;
+  size_t filled = 0;
+  while (filled < out.size()) {
+    if (m.position == m.frame_end) {
+      // The frame has produced all it declared: it must end here; the next one takes over.
+      if (std::string error = m.end_frame(); !error.empty()) return error;
+      if (m.frames.empty() || m.frame + 1 >= m.frames.size()) {
+        return fmt::format("mask of {} bytes, tensor has {} bytes", m.position, m.position + (out.size() - filled));
+      }
+      ++m.frame;
+      m.start_frame();
+      continue;
+    }
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(out.size() - filled, m.frame_end - m.position));
+    ZSTD_outBuffer ob{out.data() + filled, want, 0};
+    const size_t ret = ZSTD_decompressStream(m.stream.get(), &ob, &m.in);
+    if (ZSTD_isError(ret)) return m.where() + fmt::format("corrupt zstd frame ({})", ZSTD_getErrorName(ret));
+    filled += ob.pos;
+    m.position += ob.pos;
+    if (ret == 0) {
+      m.frame_open = false;
+      if (m.position != m.frame_end) {
+        return m.frames.empty() ? fmt::format("mask of {} bytes, tensor has {} bytes", m.position, m.total)
+                                : m.where() + fmt::format("frame ends after {} of the {} bytes it declares",
+                                                          m.position - m.frames[m.frame].content_begin,
+                                                          m.frames[m.frame].content);
+      }
+    } else if (ob.pos == 0 && m.in.pos == m.in.size) {
+      return m.where() + "truncated zstd frame";
+    }
+  }
+  return {};
+}
+
+std::string MaskReader::finish() {
+  Impl& m = *impl_;
+  if (m.position != m.frame_end) return {};  // mid-frame: a later segment's reader continues from a frame start
+  return m.end_frame();
 }
 
 }  // namespace wsb

@@ -4,7 +4,11 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "publication/zstd_frame.hpp"
 
 namespace wsb {
 
@@ -23,5 +27,34 @@ using XorProgress = std::function<void(size_t xored_upto)>;
 /// apply_xor_payload, calling `progress` after every chunk (not during the restore that follows an error).
 void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data, const std::string& tensor,
                        const XorProgress& progress);
+
+/// Reads the xor mask of one payload front to back, in pieces the caller chooses, with a zstd decoder reused from
+/// payload to payload (a prepare worker keeps one per delta step: no decoder allocated per tensor). It can start
+/// at any frame of a multi-frame payload, so several readers decode disjoint ranges of one mask in parallel.
+class MaskReader {
+ public:
+  MaskReader();
+  ~MaskReader();
+  MaskReader(MaskReader&&) noexcept;
+  MaskReader& operator=(MaskReader&&) noexcept;
+
+  /// Starts at mask byte `begin` of `payload`. `frames` empty: the payload is one frame (the "zstd" framing) of
+  /// `total` mask bytes whose header the caller has checked (zstd_declared_size == total), and `begin` is 0.
+  /// Otherwise `frames` are the payload's zstd_frame_extents (kept by the caller while reading), adding up to
+  /// `total`, and `begin` is the content_begin of one of them.
+  void open(std::span<const uint8_t> payload, std::span<const ZstdFrameExtent> frames, uint64_t total,
+            uint64_t begin);
+  /// Decodes the next out.size() mask bytes into `out` (not beyond `total`). Returns "" or why it stopped, as
+  /// apply_xor_payload words it after "xor mask of tensor 'T': " (e.g. "truncated zstd frame"); with frames, the
+  /// reason starts "frame 3 at byte 812: ".
+  std::string read(std::span<uint8_t> out);
+  /// After the read that reached mask byte `total` (or a frame boundary): checks that the frame being read ends
+  /// exactly there, with nothing after it for a single frame. Returns "" or the reason.
+  std::string finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace wsb

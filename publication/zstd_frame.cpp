@@ -144,8 +144,83 @@ std::vector<uint8_t> ZstdFrameEncoder::finish() {
   return std::move(impl_->out);
 }
 
+namespace {
+
+/// Streams `frame` (declaring `declared` content bytes) through `dctx` into the buffer room(filled) returns (it
+/// may grow it; never beyond `declared` bytes), so no decode writes more than the frame declares. Returns the bytes
+/// decoded (== declared). Throws Error(Format) naming `what` for a corrupt frame, one that produces more or fewer
+/// bytes than it declares, or a truncated one.
+template <class Room>
+size_t stream_frame(ZSTD_DCtx* dctx, std::span<const uint8_t> frame, uint64_t declared, const std::string& what,
+                    Room&& room) {
+  ZSTD_inBuffer in{frame.data(), frame.size(), 0};
+  size_t filled = 0;
+  for (;;) {
+    const std::span<uint8_t> out = room(filled);
+    ZSTD_outBuffer ob{out.data(), out.size(), filled};
+    const size_t in_before = in.pos;
+    const size_t hint = ZSTD_decompressStream(dctx, &ob, &in);
+    if (ZSTD_isError(hint)) {
+      throw Error(ErrorKind::Format, fmt::format("{}: corrupt zstd frame: {}", what, ZSTD_getErrorName(hint)));
+    }
+    const bool progressed = ob.pos != filled || in.pos != in_before;
+    filled = ob.pos;
+    if (hint == 0) break;  // frame decoded and flushed
+    if (!progressed) {
+      // The output is capped at the declared size, so a stall with a full buffer means the frame wants more.
+      if (filled == declared) {
+        throw Error(ErrorKind::Format,
+                    fmt::format("{}: zstd frame produces more than the {} bytes it declares", what, declared));
+      }
+      throw Error(ErrorKind::Format, fmt::format("{}: truncated zstd frame ({} of {} bytes decoded)", what,
+                                                 filled, declared));
+    }
+  }
+  if (filled != declared) {
+    throw Error(ErrorKind::Format,
+                fmt::format("{}: zstd frame decoded to {} bytes, declares {}", what, filled, declared));
+  }
+  return filled;
+}
+
+}  // namespace
+
 uint64_t zstd_declared_size(std::span<const uint8_t> frame, const std::string& what) {
   return declared_content_size(frame, what);
+}
+
+void zstd_decompress_declared(std::span<const uint8_t> frame, std::span<uint8_t> out, const std::string& what) {
+  check_frame_extent(frame, what);
+  // One decoder per thread, reset per frame: an overwrite body per tensor would otherwise allocate (and fault) a
+  // decoder context for each.
+  thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx = make_dctx();
+  ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_only);
+  stream_frame(dctx.get(), frame, out.size(), what, [&](size_t) { return out; });
+}
+
+std::vector<ZstdFrameExtent> zstd_frame_extents(std::span<const uint8_t> payload, uint64_t max_content,
+                                                const std::string& what) {
+  std::vector<ZstdFrameExtent> frames;
+  uint64_t offset = 0;
+  uint64_t content = 0;
+  do {
+    const std::span<const uint8_t> rest = payload.subspan(offset);
+    const std::string where = fmt::format("{}, frame {} at byte {}", what, frames.size(), offset);
+    const uint64_t declared = declared_content_size(rest, where);
+    if (declared > max_content - content) {
+      throw Error(ErrorKind::Format, fmt::format("{}: frames declare more than {} bytes ({} up to this one)", where,
+                                                 max_content, content + declared));
+    }
+    const size_t size = ZSTD_findFrameCompressedSize(rest.data(), rest.size());
+    if (ZSTD_isError(size)) {
+      throw Error(ErrorKind::Format, fmt::format("{}: truncated or corrupt zstd frame ({} bytes left: {})", where,
+                                                 rest.size(), ZSTD_getErrorName(size)));
+    }
+    frames.push_back(ZstdFrameExtent{offset, size, content, declared});
+    offset += size;
+    content += declared;
+  } while (offset < payload.size());
+  return frames;
 }
 
 std::vector<uint8_t> zstd_compress(std::span<const uint8_t> data, int level) {
@@ -184,35 +259,12 @@ std::vector<uint8_t> zstd_decompress_bounded(std::span<const uint8_t> frame, uin
   check_frame_extent(frame, what);
   auto dctx = make_dctx();
   std::vector<uint8_t> out(std::min<uint64_t>(declared, kGrowStep));
-  size_t filled = 0;
-  ZSTD_inBuffer in{frame.data(), frame.size(), 0};
-  for (;;) {
-    if (filled == out.size() && out.size() < declared) {
+  const size_t filled = stream_frame(dctx.get(), frame, declared, what, [&](size_t at) {
+    if (at == out.size() && out.size() < declared) {
       out.resize(std::min<uint64_t>(declared, out.size() + std::max(out.size(), kGrowStep)));
     }
-    ZSTD_outBuffer ob{out.data(), out.size(), filled};
-    size_t in_before = in.pos;
-    size_t hint = ZSTD_decompressStream(dctx.get(), &ob, &in);
-    if (ZSTD_isError(hint)) {
-      throw Error(ErrorKind::Format, fmt::format("{}: corrupt zstd frame: {}", what, ZSTD_getErrorName(hint)));
-    }
-    bool progressed = ob.pos != filled || in.pos != in_before;
-    filled = ob.pos;
-    if (hint == 0) break;  // frame decoded and flushed
-    if (!progressed) {
-      // The output is capped at the declared size, so a stall with a full buffer means the frame wants more.
-      if (filled == declared) {
-        throw Error(ErrorKind::Format,
-                    fmt::format("{}: zstd frame produces more than the {} bytes it declares", what, declared));
-      }
-      throw Error(ErrorKind::Format, fmt::format("{}: truncated zstd frame ({} of {} bytes decoded)", what,
-                                                 filled, declared));
-    }
-  }
-  if (filled != declared) {
-    throw Error(ErrorKind::Format,
-                fmt::format("{}: zstd frame decoded to {} bytes, declares {}", what, filled, declared));
-  }
+    return std::span<uint8_t>(out);
+  });
   out.resize(filled);
   return out;
 }

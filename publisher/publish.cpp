@@ -50,14 +50,15 @@ void check_range(const PublishOptions& options, const Store& store) {
   }
 }
 
-PublicationManifest manifest_for(uint32_t version, DeltaEncoding encoding) {
+PublicationManifest manifest_for(uint32_t version, DeltaEncoding encoding, uint64_t frame_bytes) {
   PublicationManifest manifest;
   manifest.version = version;
   if (version > 0) {
     manifest.kind = PublicationKind::Delta;
     manifest.base_version = version - 1;
     manifest.encoding = encoding;
-    manifest.compression_format = "zstd";
+    manifest.framing = frame_bytes == 0 ? PayloadFraming::OneFrame : PayloadFraming::Frames;
+    manifest.compression_format = std::string(compression_format_name(manifest.framing));
   }
   return manifest;
 }
@@ -130,7 +131,7 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
     stats[v - first].full = v == 0;
     if (v > 0) stats[v - first].encoding = options.encoding;
     stats[v - first].source = options.initial_checkpoint;
-    writers.push_back(std::make_unique<PublicationWriter>(store.update_dir(v), manifest_for(v, options.encoding),
+    writers.push_back(std::make_unique<PublicationWriter>(store.update_dir(v), manifest_for(v, options.encoding, options.frame_bytes),
                                                           options.max_shard_bytes, /*atomic=*/true, options.fsync));
   }
   if (first == 0) writers[0]->add_file(kHfConfigFileName, hf_config);
@@ -177,7 +178,8 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
       start = Clock::now();
       previous.assign(current.begin(), current.end());
       out.changed[v - first] = perturb_version(profile, tensor, options.seed, v, density, current);
-      out.payloads[v - first] = encode_delta(options.encoding, previous, current, options.zstd_level);
+      out.payloads[v - first] = encode_delta(options.encoding, previous, current, options.zstd_level,
+                                                   options.frame_bytes);
       out.checksums[v - first] = xxh3_128_hex(current);
       out.seconds[v - first] += seconds_since(start);
     }

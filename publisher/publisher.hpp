@@ -22,6 +22,9 @@ struct PublishOptions {
   uint64_t seed = 0;
   std::optional<double> density;  ///< fraction of values moved per version; default per dtype
   DeltaEncoding encoding = DeltaEncoding::Xor;
+  /// xor mask bytes per zstd frame: 0 writes one frame per payload (compression_format "zstd", what the
+  /// Stitch/SGLang fork reads); > 0 writes compression_format "zstd-frames" (publication/delta_codec.hpp).
+  uint64_t frame_bytes = 0;
   int zstd_level = 1;
   uint64_t max_shard_bytes = 2ull << 30;  ///< shard split threshold (bytes of stored data)
   bool fsync = false;

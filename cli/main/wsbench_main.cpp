@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
                       "sum to fewer bytes; the format records one encoding per publication, not per tensor)")
       ->check(CLI::IsMember({"xor", "overwrite", "auto"}));
   publish->add_option("--json", publish_args.json, "also write the per-version figures here (JSON)");
+  publish->add_option("--frame-bytes", publish_args.frame_bytes,
+                      "xor mask bytes per zstd frame: 0 one frame per payload (compression_format zstd, what the "
+                      "Stitch/SGLang fork reads); > 0 compression_format zstd-frames (decoded on several threads "
+                      "per tensor)");
   publish->add_option("--density", publish_args.density, "fraction of values moved per version")->check(CLI::Range(0.0, 1.0));
   publish->add_option("--layers", publish_args.layers, "keep only the first N layers");
   publish->add_option("--experts", publish_args.experts, "keep only the first N routed experts");

@@ -11,7 +11,8 @@
 
 namespace wsb {
 
-/// One fragment of a transform-"none" storage, as byte runs: for o in [0, outer), canonical bytes
+/// One fragment of a plain-gather storage (transform "none", or one that is the identity for its shapes), as byte
+/// runs: for o in [0, outer), canonical bytes
 /// [src_first + o * stride, + block) go to storage bytes [dst_offset + o * block, + block) (the row-major slice
 /// rule of Fragment). All offsets and lengths in bytes.
 struct FragmentRun {
@@ -30,10 +31,28 @@ struct FragmentRun {
 FragmentRun fragment_run(const RuntimeStorageSpec& spec, const Fragment& f);
 
 /// The runs of every fragment of `spec` in gather order, or an empty vector when the storage is not a plain gather
-/// (transform other than "none", gathered shape differing from shape, or a fragment that load_storage would
-/// refuse): such storages go through load_storage, which reports the error. The runs of a returned storage cover
+/// (a transform that is not the identity for its shapes, transform_is_identity in models/transform/transform.hpp,
+/// or a fragment that load_storage would refuse): such storages go through load_storage, which reports the error. The runs of a returned storage cover
 /// each of its spec.bytes() bytes exactly once.
 std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec);
+
+/// Calls piece(canonical_offset, storage_offset, bytes) for each contiguous piece of canonical bytes [from, to) of
+/// run.canonical that `run` places, in increasing order; the pieces are exactly what place_run_range copies, so a
+/// caller that writes them some other way (comparing each word with the one it replaces) places the same bytes.
+template <class Piece>
+void for_each_run_piece(const FragmentRun& run, uint64_t from, uint64_t to, Piece&& piece) {
+  if (run.block == 0 || run.outer == 0 || to <= from) return;
+  // The blocks are at src_first + o * stride; only those that end after `from` and start before `to` overlap.
+  uint64_t o = from <= run.src_first ? 0 : (from - run.src_first) / run.stride;
+  for (; o < run.outer; ++o) {
+    const uint64_t begin = run.src_first + o * run.stride;
+    if (begin >= to) break;
+    const uint64_t lo = begin > from ? begin : from;
+    const uint64_t hi = begin + run.block < to ? begin + run.block : to;
+    if (lo >= hi) continue;
+    piece(lo, run.dst_offset + o * run.block + (lo - begin), hi - lo);
+  }
+}
 
 /// Copies the part of canonical bytes [from, to) of run.canonical that `run` places into `storage` (the whole
 /// runtime storage). `canonical` is the whole canonical tensor; only its bytes [from, to) are read. Calling it for

@@ -65,7 +65,8 @@ void gather_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canon
   gather_into(spec, canonical, out.data());
 }
 
-void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out) {
+void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
+                  ScratchBytes* scratch) {
   const uint64_t fragment_bytes = check_fragments(spec);
   if (out.size() != spec.bytes())
     throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': output buffer has {} bytes, the storage needs {}",
@@ -78,15 +79,20 @@ void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonic
                             spec.name, shape_string(spec.gathered_shape), shape_string(spec.shape)));
   // Transform "none" gathers straight into the storage; the others gather into a scratch buffer first (left
   // uninitialized: the gather writes every byte), because their output positions differ from the gather order.
-  std::unique_ptr<uint8_t[]> scratch(as_is ? nullptr : new uint8_t[fragment_bytes]);
-  gather_into(spec, canonical, as_is ? out.data() : scratch.get());
-  if (as_is) return;
+  if (as_is) {
+    gather_into(spec, canonical, out.data());
+    return;
+  }
+  ScratchBytes own;
+  ScratchBytes& gathered = scratch != nullptr ? *scratch : own;
+  gathered.reserve(fragment_bytes);
+  gather_into(spec, canonical, gathered.data());
   std::vector<std::string> sources;
   sources.reserve(spec.fragments.size());
   for (const Fragment& f : spec.fragments) sources.push_back(f.canonical);
   apply_transform(spec.transform,
                   TransformIo{spec.name, sources, spec.dtype, spec.gathered_shape,
-                              std::span<const uint8_t>(scratch.get(), fragment_bytes), spec.shape, out});
+                              std::span<const uint8_t>(gathered.data(), fragment_bytes), spec.shape, out});
 }
 
 namespace {
@@ -128,7 +134,7 @@ int64_t storage_slices(const RuntimeStorageSpec& spec) {
 }
 
 void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
-                         int64_t first, int64_t count) {
+                         int64_t first, int64_t count, ScratchBytes* scratch) {
   const int64_t slices = storage_slices(spec);
   if (first < 0 || count < 1 || first + count > slices) {
     throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': slices [{}, {}) outside its {} independent slices",
@@ -138,7 +144,7 @@ void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& 
     throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': output buffer has {} bytes, the storage needs {}",
                                                  spec.name, out.size(), spec.bytes()));
   if (count == slices) {
-    load_storage(spec, canonical, out);
+    load_storage(spec, canonical, out, scratch);
     return;
   }
   check_fragments(spec);
@@ -159,13 +165,50 @@ void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& 
       const uint64_t per_expert = whole.size() / static_cast<uint64_t>(slices);
       return whole.subspan(per_expert * static_cast<uint64_t>(first), per_expert * static_cast<uint64_t>(count));
     };
-    load_storage(sub, experts_only, sub_out);
+    load_storage(sub, experts_only, sub_out, scratch);
     return;
   }
   const size_t per = spec.fragments.size() / static_cast<size_t>(slices);
   sub.fragments.assign(spec.fragments.begin() + static_cast<std::ptrdiff_t>(per * static_cast<size_t>(first)),
                        spec.fragments.begin() + static_cast<std::ptrdiff_t>(per * static_cast<size_t>(first + count)));
-  load_storage(sub, canonical, sub_out);
+  load_storage(sub, canonical, sub_out, scratch);
+}
+
+void storage_rows(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, int64_t first,
+                  std::span<const uint8_t*> rows) {
+  check_fragments(spec);
+  const uint64_t esize = dtype_size(spec.dtype);
+  const uint64_t row_bytes = spec.gathered_shape.empty() ? esize : static_cast<uint64_t>(spec.gathered_shape.back()) * esize;
+  const int64_t total = row_bytes == 0 ? 0 : static_cast<int64_t>(spec.gathered_bytes() / row_bytes);
+  const int64_t end = first + static_cast<int64_t>(rows.size());
+  if (first < 0 || end > total)
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': gathered rows [{}, {}) outside its {} rows", spec.name,
+                                                 first, end, total));
+  int64_t base = 0;  // gathered row where the fragment starts
+  for (const Fragment& f : spec.fragments) {
+    if (base >= end) break;
+    const FragmentRun run = fragment_run(spec, f);
+    if (run.block % row_bytes != 0)
+      throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': fragment of '{}' runs of {} bytes are not whole rows "
+                                                   "of {} bytes",
+                                                   spec.name, f.canonical, run.block, row_bytes));
+    const uint64_t per_block = run.block / row_bytes;
+    const int64_t count = static_cast<int64_t>(run.outer * per_block);
+    if (base + count > first) {
+      const std::span<const uint8_t> src = canonical(f.canonical);
+      if (src.size() != run.canonical_bytes)
+        throw Error(ErrorKind::Mismatch,
+                    fmt::format("canonical tensor '{}' has {} bytes, but {} {} needs {} (storage '{}')", f.canonical,
+                                src.size(), dtype_name(spec.dtype), shape_string(f.canonical_shape),
+                                run.canonical_bytes, spec.name));
+      for (int64_t r = std::max(first, base); r < std::min(end, base + count); ++r) {
+        const uint64_t local = static_cast<uint64_t>(r - base);
+        rows[static_cast<size_t>(r - first)] =
+            src.data() + run.src_first + local / per_block * run.stride + local % per_block * row_bytes;
+      }
+    }
+    base += count;
+  }
 }
 
 }  // namespace wsb

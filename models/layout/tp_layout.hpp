@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/scratch_bytes.hpp"
 #include "core/tensor_spec.hpp"
 #include "models/profile/profile.hpp"
 
@@ -68,7 +69,10 @@ using CanonicalLookup = std::function<std::span<const uint8_t>(const std::string
 /// holds an older version gives the same bytes as loading into a fresh one. Throws Error(Mismatch) when a
 /// canonical tensor's byte size disagrees with its declared shape or the fragments disagree with gathered_shape,
 /// Error(Format) for an unknown transform, and whatever the transform throws (models/transform/transform.hpp).
-void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out);
+/// `scratch` (optional) holds the gathered copy a transform other than "none" reads: kept by the caller from call to
+/// call, so a prepare that loads thousands of storages allocates (and page-faults) it once, not per storage.
+void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
+                  ScratchBytes* scratch = nullptr);
 
 /// Leading-dim slices of `spec` that load_storage_slices can load independently, else 1: shape[0] (rows of a
 /// transform-"none" storage of rank >= 2, or the E experts of a stacked [E, ...] storage of rank >= 3) when runtime
@@ -83,7 +87,16 @@ int64_t storage_slices(const RuntimeStorageSpec& spec);
 /// on different threads. Byte-identical to the same range of load_storage's output. Throws Error(Mismatch) when the
 /// range is outside [0, storage_slices(spec)), plus load_storage's errors.
 void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
-                         int64_t first, int64_t count);
+                         int64_t first, int64_t count, ScratchBytes* scratch = nullptr);
+
+/// Rows of the gathered tensor of `spec` (a row: the last dim of gathered_shape; rows counted row-major over the
+/// leading dims, e.g. row e * N + n of [E, N, K]): rows[i] points at gathered row first + i where it lies in its
+/// canonical tensor, so a transform that reads rows (fp8_channel_weight_band) needs no gathered copy. Throws
+/// Error(Mismatch) naming the storage as load_storage does (a canonical tensor of the wrong size, fragments that
+/// disagree with gathered_shape), or when a fragment's runs are not whole rows or [first, first + rows.size()) is
+/// outside the gathered rows.
+void storage_rows(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, int64_t first,
+                  std::span<const uint8_t*> rows);
 
 /// The gather half of load_storage: concatenates the storage's fragments into `out` (out.size() ==
 /// spec.gathered_bytes()) without the post-load transform, for a transform that runs elsewhere (on the device).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "models/transform/transform_util.hpp"
 
@@ -17,12 +18,12 @@ constexpr int64_t kTile = 64;
 
 static_assert(std::endian::native == std::endian::little, "transpose8 reads rows as little-endian words");
 
-/// Transposes the 8x8 byte block at src (row stride `src_stride`) into dst (row stride `dst_stride`) with three
+/// Transposes the 8x8 byte block whose rows start at row[0..7] + col into dst (row stride `dst_stride`) with three
 /// rounds of masked swaps on 64-bit rows (1-, 2-, then 4-byte sub-blocks; Hacker's Delight, transpose8), about
 /// ten times faster than byte-by-byte strided copies.
-void transpose8(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t dst_stride) {
+void transpose8(const uint8_t* const* row, int64_t col, uint8_t* dst, int64_t dst_stride) {
   uint64_t r[8];
-  for (int i = 0; i < 8; ++i) std::memcpy(&r[i], src + i * src_stride, 8);
+  for (int i = 0; i < 8; ++i) std::memcpy(&r[i], row[i] + col, 8);
   for (int i = 0; i < 8; i += 2) {
     const uint64_t t = ((r[i] >> 8) ^ r[i + 1]) & 0x00FF00FF00FF00FFull;
     r[i + 1] ^= t;
@@ -41,14 +42,48 @@ void transpose8(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t ds
   for (int i = 0; i < 8; ++i) std::memcpy(dst + i * dst_stride, &r[i], 8);
 }
 
-/// dst[kk][nn] = src[nn][kk] for nn in [n0, n1), kk in [k0, k1): whole 8x8 blocks via transpose8, edges bytewise.
-void transpose_tile(const uint8_t* src, int64_t k, uint8_t* dst, int64_t np, int64_t n0, int64_t n1, int64_t k0,
-                    int64_t k1) {
+/// dst[kk][nn] = row[nn - base][kk] for nn in [n0, n1),
+/// kk in [k0, k1): whole 8x8 blocks via transpose8, edges bytewise. dst points at output row 0, column 0 of the
+/// expert; np is the output row stride.
+void transpose_tile(const uint8_t* const* row, int64_t base, uint8_t* dst, int64_t np, int64_t n0, int64_t n1,
+                    int64_t k0, int64_t k1) {
   const int64_t n8 = n0 + (n1 - n0) / 8 * 8, k8 = k0 + (k1 - k0) / 8 * 8;
   for (int64_t nn = n0; nn < n8; nn += 8)
-    for (int64_t kk = k0; kk < k8; kk += 8) transpose8(src + nn * k + kk, k, dst + kk * np + nn, np);
+    for (int64_t kk = k0; kk < k8; kk += 8) transpose8(row + (nn - base), kk, dst + kk * np + nn, np);
   for (int64_t kk = k0; kk < k1; ++kk)
-    for (int64_t nn = (kk < k8 ? n8 : n0); nn < n1; ++nn) dst[kk * np + nn] = src[nn * k + kk];
+    for (int64_t nn = (kk < k8 ? n8 : n0); nn < n1; ++nn) dst[kk * np + nn] = row[nn - base][kk];
+}
+
+/// The shape checks of fp8_channel_weight_transform; returns the runtime shape.
+Shape check_weight_shapes(const TransformIo& io) {
+  const size_t rank = io.gathered_shape.size();
+  if (rank != 2 && rank != 3)
+    transform_mismatch(io, kFp8ChannelWeight,
+                       fmt::format("gathered {} is neither [N, K] nor [E, N, K]", shape_string(io.gathered_shape)));
+  expect_io(io, kFp8ChannelWeight, DType::F8_E4M3, rank, rank);
+  const Shape want = fp8_channel_weight_shape(io.gathered_shape);
+  if (io.runtime_shape != want)
+    transform_mismatch(
+        io, kFp8ChannelWeight,
+        fmt::format("runtime {} is not {} (gathered {} transposed, padded to {})", shape_string(io.runtime_shape),
+                    shape_string(want), shape_string(io.gathered_shape), kFp8ChannelPad));
+  return want;
+}
+
+/// The band's work once checked: see fp8_channel_weight_band.
+void weight_band(const Shape& gathered, const Shape& runtime, int64_t expert, int64_t n0, int64_t n1,
+                 const uint8_t* const* rows, uint8_t* out) {
+  const size_t rank = gathered.size();
+  const int64_t n = gathered[rank - 2], k = gathered[rank - 1];
+  const int64_t kp = runtime[rank - 2], np = runtime[rank - 1];
+  uint8_t* dst = out + expert * kp * np;
+  for (int64_t t0 = n0; t0 < n1; t0 += kTile)
+    for (int64_t k0 = 0; k0 < k; k0 += kTile)
+      transpose_tile(rows, n0, dst, np, t0, std::min(n1, t0 + kTile), k0, std::min(k, k0 + kTile));
+  for (int64_t kk = k; kk < kp; ++kk) std::memset(dst + kk * np + n0, 0, static_cast<size_t>(n1 - n0));
+  if (n1 == n && np > n) {
+    for (int64_t kk = 0; kk < kp; ++kk) std::memset(dst + kk * np + n, 0, static_cast<size_t>(np - n));
+  }
 }
 
 }  // namespace
@@ -77,28 +112,37 @@ uint64_t fp8_channel_scale_offset(const Shape& runtime, int64_t expert, int64_t 
 }
 
 void fp8_channel_weight_transform(const TransformIo& io) {
+  const Shape runtime = check_weight_shapes(io);
   const size_t rank = io.gathered_shape.size();
-  if (rank != 2 && rank != 3)
-    transform_mismatch(io, kFp8ChannelWeight,
-                       fmt::format("gathered {} is neither [N, K] nor [E, N, K]", shape_string(io.gathered_shape)));
-  expect_io(io, kFp8ChannelWeight, DType::F8_E4M3, rank, rank);
-  const Shape want = fp8_channel_weight_shape(io.gathered_shape);
-  if (io.runtime_shape != want)
-    transform_mismatch(
-        io, kFp8ChannelWeight,
-        fmt::format("runtime {} is not {} (gathered {} transposed, padded to {})", shape_string(io.runtime_shape),
-                    shape_string(want), shape_string(io.gathered_shape), kFp8ChannelPad));
   const int64_t experts = rank == 3 ? io.gathered_shape[0] : 1;
   const int64_t n = io.gathered_shape[rank - 2], k = io.gathered_shape[rank - 1];
-  const int64_t kp = want[rank - 2], np = want[rank - 1];
-  if (kp != k || np != n) std::memset(io.out.data(), 0, io.out.size());  // padding is always rewritten
+  std::vector<const uint8_t*> rows(static_cast<size_t>(n));
   for (int64_t e = 0; e < experts; ++e) {
-    const uint8_t* src = io.gathered.data() + e * n * k;
-    uint8_t* dst = io.out.data() + e * kp * np;
-    for (int64_t n0 = 0; n0 < n; n0 += kTile)
-      for (int64_t k0 = 0; k0 < k; k0 += kTile)
-        transpose_tile(src, k, dst, np, n0, std::min(n, n0 + kTile), k0, std::min(k, k0 + kTile));
+    for (int64_t r = 0; r < n; ++r) rows[static_cast<size_t>(r)] = io.gathered.data() + (e * n + r) * k;
+    weight_band(io.gathered_shape, runtime, e, 0, n, rows.data(), io.out.data());
   }
+}
+
+void fp8_channel_weight_band(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
+                             int64_t n0, int64_t n1, std::span<const uint8_t* const> rows, std::span<uint8_t> out) {
+  TransformIo io;
+  io.storage = storage;
+  io.dtype = DType::F8_E4M3;
+  io.gathered_shape = gathered;
+  io.runtime_shape = runtime;
+  check_weight_shapes(io);
+  const size_t rank = gathered.size();
+  const int64_t experts = rank == 3 ? gathered[0] : 1;
+  const int64_t n = gathered[rank - 2];
+  if (out.size() != shape_numel(runtime))
+    transform_mismatch(io, kFp8ChannelWeight,
+                       fmt::format("output of {} bytes for runtime {}", out.size(), shape_string(runtime)));
+  if (expert < 0 || expert >= experts || n0 < 0 || n0 >= n1 || n1 > n ||
+      rows.size() != static_cast<size_t>(n1 - n0))
+    transform_mismatch(io, kFp8ChannelWeight,
+                       fmt::format("band of expert {} rows [{}, {}) with {} row pointers outside {}", expert, n0, n1,
+                                   rows.size(), shape_string(gathered)));
+  weight_band(gathered, runtime, expert, n0, n1, rows.data(), out.data());
 }
 
 void fp8_channel_scale_transform(const TransformIo& io) {

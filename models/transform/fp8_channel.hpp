@@ -38,4 +38,14 @@ void fp8_channel_weight_transform(const TransformIo& io);
 /// Transform kFp8ChannelScale: dtype F32, gathered [N, 1] / [E, N, 1], runtime fp8_channel_scale_shape.
 void fp8_channel_scale_transform(const TransformIo& io);
 
+/// One band of kFp8ChannelWeight: gathered rows [n0, n1) of expert `expert` (0 for a 2-D weight), read in place
+/// (`rows[i]` points at the K bytes of row n0 + i, e.g. straight into the canonical tensors: no gather), written
+/// as output columns [n0, n1) of every output row of that expert, zero padding rows K..Kp included; the band with
+/// n1 == N also zeroes the padding columns N..Np of every row. The bands of a partition of [0, N) of every expert
+/// together write exactly fp8_channel_weight_transform's output, so they can run on different threads. `out` is
+/// the whole runtime tensor. Throws Error(Mismatch) naming `storage` for shapes fp8_channel_weight_transform
+/// refuses, a band outside [0, N) or an expert outside [0, E), rows.size() != n1 - n0, or an out of the wrong size.
+void fp8_channel_weight_band(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
+                             int64_t n0, int64_t n1, std::span<const uint8_t* const> rows, std::span<uint8_t> out);
+
 }  // namespace wsb

@@ -50,6 +50,15 @@ const Entry* find(std::string_view name) {
 
 bool is_known_transform(std::string_view name) { return find(name) != nullptr; }
 
+bool transform_is_identity(std::string_view name, DType dtype, const Shape& gathered, const Shape& runtime) {
+  if (name == kTransformNone || name == kMxfp4Pad) return gathered == runtime;
+  if (name == kFp8ChannelScale) {
+    return dtype == DType::F32 && !runtime.empty() && runtime == fp8_channel_scale_shape(gathered) &&
+           shape_numel(runtime) == shape_numel(gathered);
+  }
+  return false;
+}
+
 std::vector<std::string_view> transform_names() {
   std::vector<std::string_view> out;
   for (const Entry& e : kTransforms) out.push_back(e.name);

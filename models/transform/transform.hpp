@@ -30,6 +30,12 @@ struct TransformIo {
   std::span<uint8_t> out;  ///< numel(runtime_shape) * dtype size bytes, fully overwritten
 };
 
+/// True when transform `name` leaves the gathered bytes exactly as they are for these shapes and dtype (nothing to
+/// pad, move or combine): "none" and "mxfp4_pad" with equal shapes, "fp8_channel_scale" (F32) whose N is already a
+/// multiple of its padding. Such a storage is a plain gather of its fragments, which a producer of canonical bytes
+/// can place directly (models/layout/fragment_runs.hpp).
+bool transform_is_identity(std::string_view name, DType dtype, const Shape& gathered, const Shape& runtime);
+
 /// True for "none" and every name apply_transform knows.
 bool is_known_transform(std::string_view name);
 /// Every known transform name, "none" first.

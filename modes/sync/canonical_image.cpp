@@ -91,21 +91,13 @@ void CanonicalImage::advance(const std::filesystem::path& store_dir, uint32_t ta
     (void)keep;
   }
   ScopedPhase phase(log, fmt::format("{}.apply_verify", phase_prefix), Floor::HostMemcpy);
-  std::vector<FoldUndo> undo(tensors_.size());
-  std::unique_ptr<bool[]> folded(new bool[tensors_.size()]());
+  std::vector<FoldTarget> targets;
+  targets.reserve(tensors_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) targets.push_back(FoldTarget{&tensors_[i], tensor(i)});
   try {
-    run_largest_first(
-        tensors_.size(), threads, [&](size_t i) { return tensors_[i].bytes(); },
-        [&](size_t i) {
-          const std::span<uint8_t> bytes = tensor(i);
-          fold_tensor(plan, tensors_[i], bytes, &undo[i], listener ? listener(i, bytes) : FoldedRange{});
-        },
-        folded.get());
-  } catch (...) {
-    // Checksums are verified before anything is used: put every folded tensor back.
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-      if (folded[i]) unfold_tensor(plan, undo[i], tensor(i));
-    }
+    fold_in_parallel(plan, targets, threads, workspace_, listener);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::State) loaded_ = false;  // the tensors could not be put back
     throw;
   }
   for (const auto& spec : tensors_) phase.add_bytes(spec.bytes());

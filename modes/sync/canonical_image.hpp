@@ -16,6 +16,7 @@
 #include "core/phase_log.hpp"
 #include "models/profile/profile.hpp"
 #include "modes/sync/delta_fold.hpp"
+#include "modes/sync/parallel_fold.hpp"
 #include "modes/sync/host_buffer.hpp"
 
 namespace wsb {
@@ -41,22 +42,23 @@ class CanonicalImage {
   const HostBuffer& buffer() const { return buffer_; }
   /// The version the image holds (meaningful once loaded()).
   uint32_t version() const { return version_; }
+  /// Decode scratch kept between prepares (overwrite bodies), in bytes.
+  uint64_t scratch_bytes() const { return workspace_.held_bytes(); }
 
   /// Copies every canonical tensor of `checkpoint` (the native load's, at `version`) into the image, releasing each
   /// from the reader once copied (bounded resident set). Phase "load.canonical_image". Throws what expect_tensor
   /// throws (Missing/Mismatch naming the tensor and the checkpoint directory).
   void load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log);
 
-  /// Where the fold of tensor `index` (whose bytes are `bytes`) reports its final ranges; an empty FoldedRange
-  /// when nothing listens.
-  using FoldListener = std::function<FoldedRange(size_t index, std::span<uint8_t> bytes)>;
-
-  /// Folds the deltas of `store` from version() to `target` (> version()) on `threads` threads, largest tensor
-  /// first, verifying every tensor's checksum; phases "<phase_prefix>.plan", ".stage" (the compressed payloads
-  /// faulted in, DiskRead floor) and ".apply_verify" (HostMemcpy floor). Planning errors (Missing: not published,
-  /// Lineage, Missing/Mismatch tensor set) throw before anything changes; `before_mutation` runs right after the
-  /// plan checks out. On a fold error (Format/Checksum naming the tensor) every folded tensor is put back, so the
-  /// image still holds version(). Throws Error(State) when not loaded or target <= version().
+  /// Folds the deltas of `store` from version() to `target` (> version()) on `threads` threads
+  /// (fold_in_parallel: large tensors split across threads where their payloads have several frames), verifying
+  /// every tensor's checksum; phases "<phase_prefix>.plan", ".stage" (the compressed payloads faulted in, DiskRead
+  /// floor) and ".apply_verify" (HostMemcpy floor). Planning errors (Missing: not published, Lineage,
+  /// Missing/Mismatch tensor set) throw before anything changes; `before_mutation` runs right after the plan
+  /// checks out. `listener` sees every folded chunk of tensor i (FoldListener: concurrently, before
+  /// verification). On a fold error (Format/Checksum naming the tensor) every folded tensor is put back, so the
+  /// image still holds version(). Throws Error(State) when not loaded or target <= version(); when restoring fails
+  /// (Error(State) from fold_in_parallel) the image is no longer loaded().
   void advance(const std::filesystem::path& store, uint32_t target, int threads, PhaseLog& log,
                std::string_view phase_prefix, const std::function<void()>& before_mutation,
                const FoldListener& listener = {});
@@ -67,6 +69,7 @@ class CanonicalImage {
   std::map<std::string, size_t, std::less<>> index_;
   std::vector<uint64_t> offsets_;
   HostBuffer buffer_;
+  FoldWorkspace workspace_;
   uint32_t version_ = 0;
   bool loaded_ = false;
 };

@@ -6,7 +6,6 @@
 
 #include "core/checksum.hpp"
 #include "core/errors.hpp"
-#include "publication/xor_stream.hpp"
 #include "models/quant/code_check.hpp"
 
 namespace wsb {
@@ -32,73 +31,58 @@ void check_plan_covers(const UpdatePlan& plan, const std::vector<TensorSpec>& ca
 
 namespace {
 
-void revert_steps(const UpdatePlan& plan, FoldUndo& undo, std::span<uint8_t> bytes) {
-  for (size_t i = undo.applied_steps; i-- > 0;) {
-    const auto& step = *plan.steps[i];
-    if (step.manifest().encoding == DeltaEncoding::Overwrite) {
-      apply_delta_swap(undo.overwrite_inverse[i], bytes);
-    } else {
-      apply_xor_payload(step.payload(undo.tensor), bytes, undo.tensor);
-    }
-  }
-  undo.applied_steps = 0;
+/// The calling thread's fold scratch: kept for the thread's life, so folding tensor after tensor allocates no
+/// decoder or chunk buffer.
+FoldScratch& thread_scratch() {
+  thread_local FoldScratch scratch;
+  return scratch;
+}
+
+void unfold_all(TensorFold& fold) {
+  for (size_t s = 0; s < fold.segment_count(); ++s) fold.unfold_segment(s, thread_scratch());
 }
 
 }  // namespace
 
 void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo_out) {
-  fold_tensor(plan, spec, bytes, undo_out, FoldedRange{});
+  fold_tensor(plan, spec, bytes, undo_out, FoldChunkSink{});
 }
 
 void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo_out,
-                 const FoldedRange& on_folded) {
+                 const FoldChunkSink& sink) {
   FoldUndo undo;
-  undo.tensor = spec.name;
-  undo.overwrite_inverse.resize(plan.steps.size());
+  undo.fold = std::make_unique<TensorFold>(plan, spec, bytes, undo.bodies);  // nothing changed if this throws
+  TensorFold& fold = *undo.fold;
+  FoldScratch& scratch = thread_scratch();
+  Xxh3Hasher hasher;
+  bool suspect = false;
   try {
-    // When the last step is an xor, each chunk it produces is final: hash it and scan its codes right away, while
-    // it is in cache, instead of two more passes over the tensor in memory (prepare is memory-bound).
-    const bool fused = plan.steps.back()->manifest().encoding == DeltaEncoding::Xor;
-    Xxh3Hasher hasher;
-    CodeScanner scanner(spec);
-    size_t hashed = 0;
-    const XorProgress on_final_chunk = [&](size_t upto) {
-      hasher.update(bytes.subspan(hashed, upto - hashed));
-      scanner.advance(bytes, upto);
-      if (on_folded) on_folded(hashed, upto);
-      hashed = upto;
+    const FoldChunkSink hash_then_sink = [&](const FoldChunk& c) {
+      hasher.update(c.tensor.subspan(c.from, c.to - c.from));
+      if (sink) sink(c);
     };
-    for (size_t i = 0; i < plan.steps.size(); ++i) {
-      const auto& step = *plan.steps[i];
-      if (step.manifest().encoding == DeltaEncoding::Xor) {
-        const bool last = i + 1 == plan.steps.size();
-        // streamed: no tensor-sized mask
-        apply_xor_payload(step.payload(spec.name), bytes, spec.name, last ? on_final_chunk : XorProgress{});
-      } else {
-        DecodedDelta delta = decode_delta(DeltaEncoding::Overwrite, step.payload(spec.name), bytes.size(), spec.name);
-        apply_delta_swap(delta, bytes);
-        undo.overwrite_inverse[i] = std::move(delta);
-      }
-      undo.applied_steps = i + 1;
+    for (size_t s = 0; s < fold.segment_count(); ++s) {
+      fold.fold_segment(s, scratch, hash_then_sink, nullptr);
+      suspect = suspect || fold.suspect_codes(s);
     }
-    const std::string& expected = plan.steps.back()->expected_checksum(spec.name);
-    const std::string actual = fused ? hasher.hex() : xxh3_128_hex(bytes);
-    if (actual != expected) {
+    const std::string actual = hasher.hex();
+    if (actual != fold.expected_checksum()) {
       throw Error(ErrorKind::Checksum,
                   fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}", spec.name,
-                              version_string(plan.to), actual, expected));
+                              version_string(plan.to), actual, fold.expected_checksum()));
     }
     // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would
     // still reach the engine, so the target codes are validated before anything live can see them.
-    if (!fused || scanner.found()) check_codes(spec, bytes, fmt::format("publication {}", version_string(plan.to)));
-    if (!fused && on_folded && !bytes.empty()) on_folded(0, bytes.size());
+    if (suspect) check_codes(spec, bytes, fmt::format("publication {}", version_string(plan.to)));
   } catch (...) {
-    revert_steps(plan, undo, bytes);
+    unfold_all(fold);
     throw;
   }
   if (undo_out != nullptr) *undo_out = std::move(undo);
 }
 
-void unfold_tensor(const UpdatePlan& plan, FoldUndo& undo, std::span<uint8_t> bytes) { revert_steps(plan, undo, bytes); }
+void unfold_tensor(const UpdatePlan&, FoldUndo& undo, std::span<uint8_t>) {
+  if (undo.fold) unfold_all(*undo.fold);
+}
 
 }  // namespace wsb

@@ -1,13 +1,16 @@
 #pragma once
 // Applying an update plan to canonical tensors: fold every step's delta per tensor, verify only the final
-// checksum (catch-up 1->3), and undo exactly when a later tensor fails.
+// checksum (catch-up 1->3), and undo exactly when a later tensor fails. The work itself is tensor_fold.hpp's
+// (chunk by chunk, every step in one memory pass); parallel_fold.hpp folds many tensors at once.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/tensor_spec.hpp"
+#include "modes/sync/tensor_fold.hpp"
 #include "publication/delta_codec.hpp"
 #include "publication/publication.hpp"
 
@@ -17,28 +20,22 @@ namespace wsb {
 /// tensor a step lacks, Error(Mismatch) naming a tensor the model does not have.
 void check_plan_covers(const UpdatePlan& plan, const std::vector<TensorSpec>& canonical);
 
-/// Everything needed to restore one folded tensor: the inverse of each applied step (overwrite steps keep the
-/// swapped-out bytes; xor steps are re-decoded from the staged payload, which costs no memory).
+/// Everything needed to restore one folded tensor: the opened fold (its overwrite bodies hold the bytes the
+/// overwrite steps replaced; xor steps are decoded again from the staged payloads).
 struct FoldUndo {
-  std::string tensor;
-  std::vector<DecodedDelta> overwrite_inverse;  ///< by step index; empty entries for xor steps
-  size_t applied_steps = 0;
+  std::vector<OverwriteBody> bodies;
+  std::unique_ptr<TensorFold> fold;
 };
 
-/// Folds the plan's payloads for `spec` into `bytes` (currently at plan.from) and verifies the final xxh3-128
-/// against the last step's checksum. On any error `bytes` is restored before Error(Format/Checksum) naming the
-/// tensor propagates. When `undo` is given, it receives what unfold_tensor needs.
+/// Folds the plan's payloads for `spec` into `bytes` (currently at plan.from) on the calling thread and verifies
+/// the final xxh3-128 against the last step's checksum, then the target codes (check_codes). On any error `bytes`
+/// is restored before Error(Format/Checksum) naming the tensor propagates. When `undo` is given, it receives
+/// what unfold_tensor needs.
 void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo);
 
-/// Called with consecutive byte ranges [from, to) of the folded tensor, in increasing order and covering it, once
-/// their bytes hold the target version: chunk by chunk while the last step's xor streams (the bytes are still in
-/// cache), else once for the whole tensor after verification. A range may be reported before the checksum is
-/// verified: nothing built from it may be used until fold_tensor returns.
-using FoldedRange = std::function<void(size_t from, size_t to)>;
-
-/// fold_tensor that reports the target bytes to `on_folded` as they become final (see FoldedRange).
+/// fold_tensor that reports each folded chunk to `sink` (in order; see FoldChunkSink).
 void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo,
-                 const FoldedRange& on_folded);
+                 const FoldChunkSink& sink);
 
 /// Restores `bytes` to plan.from after a successful fold_tensor.
 void unfold_tensor(const UpdatePlan& plan, FoldUndo& undo, std::span<uint8_t> bytes);

@@ -336,8 +336,9 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
   }
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "gpt-oss-bf16-cuda.json",
-                                             "gpt-oss-bf16.json", "h200-prepare.json", "h200-x4-glm45-air.json", "h200.json",
-                                             "nightly-b300.json", "nightly-h100.json", "pin-check.json",
+                                             "gpt-oss-bf16.json", "h200-cpu-prepare.json", "h200-prepare.json",
+                                             "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
+                                             "nightly-h100.json", "pin-check.json",
                                              "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
 }
 
@@ -747,6 +748,12 @@ TEST(MatrixCheckpoint, ErrorsNameTheCellAndTheField) {
             "m.json: cell 0: field 'target' must be 1..publish_versions (1), got 2");
   EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "density": 0.1, "mode": "cpu"})"),
             "m.json: cell 0: field 'density' has no meaning with field 'checkpoints' (the checkpoints are the deltas)");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "frame_bytes": 4096, "mode": "cpu"})"),
+            "m.json: cell 0: field 'frame_bytes' needs synthetic versions (checkpoint publications write one zstd "
+            "frame per payload)");
+  EXPECT_EQ(cell_error(R"({"model": "a", "frame_bytes": 1000, "mode": "cpu"})"),
+            "m.json: cell 0: field 'frame_bytes' must be 0 (one zstd frame per payload) or a multiple of 4096, got "
+            "1000");
   EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "layers": 1, "mode": "cpu"})"),
             "m.json: cell 0: fields 'layers' and 'experts' cannot scale field 'checkpoints' (every tensor of a real "
             "delta is published)");

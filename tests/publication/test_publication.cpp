@@ -245,7 +245,7 @@ TEST(Publication, MetadataFieldErrors) {
   };
   std::vector<Case> cases = {
       {"checksum_format", "sha256", "metadata 'checksum_format' 'sha256' is unknown (known: xxh3-128)"},
-      {"compression_format", "lz4", "metadata 'compression_format' 'lz4' is unknown (known: zstd)"},
+      {"compression_format", "lz4", "metadata 'compression_format' 'lz4' is unknown (known: zstd, zstd-frames)"},
       {"compression_format", std::nullopt, "metadata 'compression_format' missing"},
       {"base_version", std::nullopt, "metadata 'base_version' missing"},
       {"base_version", "1", "metadata 'base_version': expected a 6-digit version, got '1'"},

@@ -1,0 +1,180 @@
+// cpu-mode prepare end to end (CpuMode::prepare: plan, stage, fold + verify + placement, transforms) on real
+// profiles, against the one-pass host memcpy floor of the canonical bytes measured in the same process with the
+// prepare's thread count (the matrices' floor: harness/physics.hpp). The time of each iteration is
+// prepare.apply_verify + prepare.transform (the prepare's memory work; plan and stage are counters); before each
+// iteration the engine's native load of v0 is replayed (not timed).
+//
+// Sizes (environment WSBENCH_PREPARE_SIZE):
+//   unset / "tiny": the CI presets (seconds, a smoke test of every family);
+//   "h200": the cpu cells of matrices/h200-cpu-prepare.json: llama-3.1-8b-bf16 full size TP 1 (one delta and
+//           catch-up 0->3), glm-4.5-air-fp8 TP 1 at L2E8 and L3E128 (s/GB across the expert count) and
+//           kimi-k2.6-nvfp4 L2E64 TP 2. Needs about 40 GB of RAM and 20 GB of free space under TMPDIR, and a few
+//           minutes.
+//   "medium": llama-3.1-8b-bf16 TP 1 cut to its first layer (2.3 GB, the real embedding and lm_head), one delta and
+//           catch-up 0->3: the llama ratios on a small machine (about 8 GB of RAM).
+// WSBENCH_PREPARE_THREADS: prepare threads (default: the hardware's). Axes: target (1 = one delta, 3 = catch-up
+// 0->3) and frame_bytes (0 = one zstd frame per payload, the fork's "zstd"; 32 MiB = "zstd-frames").
+// Counters: canonical_GB; apply_verify_s, transform_s, plan_stage_s; floor_GBps (memcpy, same threads) and
+// floor_ratio = (apply_verify + transform) / (canonical bytes / floor); s_per_GB of the same time.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/phase_log.hpp"
+#include "harness/physics.hpp"
+#include "models/checkpoint/checkpoint.hpp"
+#include "models/layout/tp_layout.hpp"
+#include "models/profile/profile.hpp"
+#include "modes/cpu/cpu_mode.hpp"
+#include "publication/store.hpp"
+#include "publisher/publisher.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Cell {
+  std::string name;
+  std::string profile;
+  wsb::ProfileScale scale;
+  int tp = 1;
+};
+
+int prepare_threads() {
+  if (const char* env = std::getenv("WSBENCH_PREPARE_THREADS")) return std::max(1, std::atoi(env));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+/// Host memcpy GB/s of `bytes` with `threads` threads, measured once per process.
+double floor_gbps(uint64_t bytes, int threads) {
+  static std::map<std::pair<uint64_t, int>, double> cache;
+  auto key = std::make_pair(bytes, threads);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, wsb::measure_host_memcpy_gbps(bytes, threads, 5)).first;
+  return it->second;
+}
+
+/// A published store (v0 FULL, v1..v3 DELTA) and a cpu mode over it, kept while consecutive runs use the same
+/// (cell, frame_bytes): only one lives at a time (a full-size llama holds 32 GB).
+struct Fixture {
+  fs::path dir;
+  wsb::ModelProfile profile;
+  std::unique_ptr<wsb::CpuMode> mode;
+  std::unique_ptr<wsb::CheckpointReader> v0;
+  uint64_t canonical_bytes = 0;
+
+  Fixture(const Cell& cell, uint64_t frame_bytes, int threads) {
+    dir = fs::temp_directory_path() / fmt::format("wsbench-prepare-{}-{}", ::getpid(), cell.name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    profile = wsb::find_profile(cell.profile, wsb::default_profiles_dir());
+    if (cell.scale.layers || cell.scale.experts) profile = wsb::scale_profile(profile, cell.scale);
+    wsb::PublishOptions publish;
+    publish.store = dir / "store";
+    publish.first_version = 0;
+    publish.last_version = 3;
+    publish.seed = 11;
+    publish.frame_bytes = frame_bytes;
+    publish.threads = threads;
+    wsb::publish(profile, publish);
+    for (const auto& t : profile.canonical_tensors()) canonical_bytes += t.bytes();
+    wsb::SyncContext context;
+    context.profile = profile;
+    context.layouts = wsb::build_rank_layouts(profile, cell.tp);
+    context.store = publish.store;
+    context.workdir = dir / "work";
+    context.threads = threads;
+    mode = std::make_unique<wsb::CpuMode>(context);
+    v0 = std::make_unique<wsb::CheckpointReader>(wsb::Store(publish.store).update_dir(0));
+  }
+  ~Fixture() {
+    mode.reset();
+    v0.reset();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+Fixture& fixture(const Cell& cell, uint64_t frame_bytes, int threads) {
+  static std::unique_ptr<Fixture> current;
+  static std::string key;
+  const std::string want = fmt::format("{}/{}/{}", cell.name, frame_bytes, threads);
+  if (!current || key != want) {
+    current.reset();  // free the previous one first
+    current = std::make_unique<Fixture>(cell, frame_bytes, threads);
+    key = want;
+  }
+  return *current;
+}
+
+void run_prepare(benchmark::State& state, const Cell& cell) {
+  const auto target = static_cast<uint32_t>(state.range(0));
+  const auto frame_bytes = static_cast<uint64_t>(state.range(1));
+  const int threads = prepare_threads();
+  Fixture& f = fixture(cell, frame_bytes, threads);
+  double apply = 0, transform = 0, plan_stage = 0;
+  for (auto _ : state) {
+    wsb::PhaseLog load;
+    f.mode->on_native_load(*f.v0, 0, load);
+    wsb::PhaseLog log;
+    f.mode->prepare(0, target, log);
+    const double a = log.seconds("prepare.apply_verify"), t = log.seconds("prepare.transform");
+    apply += a;
+    transform += t;
+    plan_stage += log.seconds("prepare.plan") + log.seconds("prepare.stage");
+    state.SetIterationTime(a + t);
+  }
+  const double n = static_cast<double>(state.iterations());
+  const double gbps = floor_gbps(std::getenv("WSBENCH_PREPARE_SIZE") ? 1ull << 30 : 64ull << 20, threads);
+  const double floor_s = static_cast<double>(f.canonical_bytes) / (gbps * 1e9);
+  state.counters["canonical_GB"] = static_cast<double>(f.canonical_bytes) / 1e9;
+  state.counters["apply_verify_s"] = apply / n;
+  state.counters["transform_s"] = transform / n;
+  state.counters["plan_stage_s"] = plan_stage / n;
+  state.counters["threads"] = threads;
+  state.counters["floor_GBps"] = gbps;
+  state.counters["floor_ratio"] = (apply + transform) / n / floor_s;
+  state.counters["s_per_GB"] = (apply + transform) / n / (static_cast<double>(f.canonical_bytes) / 1e9);
+}
+
+void add(const Cell& cell, std::vector<int64_t> targets, int iterations) {
+  auto* b = benchmark::RegisterBenchmark(("BM_CpuPrepare/" + cell.name).c_str(),
+                                         [cell](benchmark::State& s) { run_prepare(s, cell); });
+  b->ArgNames({"target", "frame_bytes"});
+  for (int64_t frames : {int64_t{0}, int64_t{32} << 20}) {
+    for (int64_t t : targets) b->Args({t, frames});
+  }
+  b->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* size = std::getenv("WSBENCH_PREPARE_SIZE");
+  if (size != nullptr && std::string(size) == "h200") {
+    add({"llama-3.1-8b-bf16/tp1", "llama-3.1-8b-bf16", {}, 1}, {1, 3}, 3);
+    add({"glm-4.5-air-fp8/tp1/L2E8", "glm-4.5-air-fp8", {2, 8}, 1}, {1}, 3);
+    add({"glm-4.5-air-fp8/tp1/L3E128", "glm-4.5-air-fp8", {3, 128}, 1}, {1}, 3);
+    add({"kimi-k2.6-nvfp4/tp2/L2E64", "kimi-k2.6-nvfp4", {2, 64}, 2}, {1}, 3);
+  } else if (size != nullptr && std::string(size) == "medium") {
+    add({"llama-3.1-8b-bf16/tp1/L1", "llama-3.1-8b-bf16", {1, std::nullopt}, 1}, {1, 3}, 3);
+  } else {
+    for (const char* id : {"llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"}) {
+      add({fmt::format("{}/tp2", id), id, {}, 2}, {1, 3}, 2);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
