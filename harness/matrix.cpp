@@ -18,13 +18,8 @@ namespace wsb {
 namespace {
 
 const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtime",         "engine",
-<<<<<<< HEAD
                                         "tp",       "n",      "seed",    "target",          "publish_versions", "updates",
-                                        "encoding", "density", "layers", "experts", "prepare_threads", "floor_bytes",
-=======
-                                        "tp",       "n",      "seed",    "target",          "publish_versions",
                                         "encoding", "frame_bytes", "density", "layers", "experts", "prepare_threads", "floor_bytes",
->>>>>>> main
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
                                         "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
