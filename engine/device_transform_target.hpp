@@ -39,8 +39,12 @@ class DeviceTransformTarget final : public StorageTarget {
   bool transforms_on_device(const RuntimeStorageSpec& spec) const override;
   uint64_t delta_staging_bytes(int rank) const override { return storages_.delta_staging_bytes(rank); }
   int delta_staging_group(int rank) const override { return storages_.delta_staging_group(rank); }
+  uint64_t delta_address(int rank, size_t index) const override { return storages_.delta_address(rank, index); }
   uint64_t live_digest(int rank, size_t index) override { return storages_.live_digest(rank, index); }
-  void stage_deltas(std::span<const StorageDelta* const> deltas) override { storages_.stage_deltas(deltas); }
+  std::vector<uint64_t> live_digests(std::span<const StorageIndex> storages) override {
+    return storages_.live_digests(storages);
+  }
+  void stage_packs(std::span<const StagedPack> packs) override { storages_.stage_packs(packs); }
   bool staged_deltas_intact() override { return storages_.staged_deltas_intact(); }
   void apply_staged_deltas() override { storages_.apply_staged_deltas(); }
   void corrupt_staged_delta(uint64_t offset) override { storages_.corrupt_staged_delta(offset); }

@@ -52,18 +52,26 @@ void HostStorages::read(int rank, size_t index, std::span<uint8_t> out) const {
 
 uint64_t HostStorages::live_digest(int rank, size_t index) { return digest64(storage(rank, index)); }
 
-void HostStorages::stage_deltas(std::span<const StorageDelta* const> deltas) {
+void HostStorages::stage_packs(std::span<const StagedPack> packs) {
   pack_.clear();
-  const uint64_t bytes = pack_bytes(deltas);
-  if (bytes > delta_capacity_) {
-    throw Error(ErrorKind::Resource, fmt::format("delta staging: a pack of {} bytes exceeds the {} byte area", bytes,
-                                                 delta_capacity_));
+  if (packs.size() > 1) {
+    throw Error(ErrorKind::Mismatch, fmt::format("delta staging: {} packs for the one staging area", packs.size()));
   }
-  std::vector<uint64_t> addresses;
-  for (const StorageDelta* d : deltas) addresses.push_back(address(d->rank, d->index));
-  std::vector<uint8_t> pack(bytes);
-  pack_digest_ = pack_deltas(deltas, addresses, pack);
-  pack_ = std::move(pack);
+  if (packs.empty()) return;
+  const StagedPack& p = packs.front();
+  pack_counts(p.bytes);  // malformed packs are refused before they are staged
+  if (p.bytes.size() > delta_capacity_) {
+    throw Error(ErrorKind::Resource, fmt::format("delta staging: a pack of {} bytes exceeds the {} byte area",
+                                                 p.bytes.size(), delta_capacity_));
+  }
+  std::vector<uint8_t> staged(p.bytes.begin(), p.bytes.end());
+  if (digest64(staged) != p.digest) {
+    throw Error(ErrorKind::Checksum, fmt::format("delta staging: the staged pack's digest differs from the {} bytes "
+                                                 "uploaded",
+                                                 staged.size()));
+  }
+  pack_digest_ = p.digest;
+  pack_ = std::move(staged);
 }
 
 bool HostStorages::staged_deltas_intact() { return pack_.empty() || digest64(pack_) == pack_digest_; }

@@ -31,8 +31,9 @@ class HostStorages final : public RuntimeStorages {
   void set_delta_staging_bytes(uint64_t bytes) { delta_capacity_ = bytes; }
   uint64_t delta_staging_bytes(int) const override { return delta_capacity_; }
   int delta_staging_group(int) const override { return 0; }
+  uint64_t delta_address(int rank, size_t index) const override { return address(rank, index); }
   uint64_t live_digest(int rank, size_t index) override;
-  void stage_deltas(std::span<const StorageDelta* const> deltas) override;
+  void stage_packs(std::span<const StagedPack> packs) override;
   bool staged_deltas_intact() override;
   void apply_staged_deltas() override;
   void corrupt_staged_delta(uint64_t offset) override;

@@ -20,7 +20,7 @@
 #   h200=REGEX     matrices/h200.json, the cells whose id matches REGEX
 #   matrix=NAME[,REGEX]  matrices/NAME.json (its cells whose id matches REGEX), results under logs/NAME/
 #   fixtures       tests/fixtures/make_hf_tiny.py rebuilt into /tmp and compared byte for byte with the committed
-#                  fixtures (needs torch and transformers)
+#                  fixtures (needs torch and transformers); the directories that differ come back in logs/fixtures-new/
 # Each step runs under a time limit, 600 s unless given as STEP@SECONDS (e.g. h200=llama@900): a step that hangs
 # is ended (then killed 5 s later), and the later steps and the packing still run. Each step prints its exit
 # status, the tail of its log and its wall time.
@@ -104,7 +104,7 @@ run_step() {
       rm -rf /tmp/fixtures-again && python3 tests/fixtures/make_hf_tiny.py --out /tmp/fixtures-again > "$out/logs/fixtures.txt" 2>&1; echo "make_hf_tiny rc $?"
       for d in /tmp/fixtures-again/hf-*; do
         n=$(basename "$d")
-        if diff -rq "$d" "tests/fixtures/$n" >> "$out/logs/fixtures.txt" 2>&1; then echo "$n identical"; else echo "$n DIFFERS"; fi
+        if diff -rq "$d" "tests/fixtures/$n" >> "$out/logs/fixtures.txt" 2>&1; then echo "$n identical"; else echo "$n DIFFERS"; mkdir -p "$out/logs/fixtures-new" && cp -r "$d" "$out/logs/fixtures-new/"; fi
       done | tee -a "$out/logs/fixtures.txt"; cp /tmp/fixtures-again/*.json "$out/logs/" 2>/dev/null; tail -5 "$out/logs/fixtures.txt" ;;
     # Written as bench_device-short.* so that it never overwrites the bench step's bench_device.* of the same run.
     bench-device) .carry/bench/bench_device --short --benchmark_out="$out/logs/bench_device-short.json" --benchmark_out_format=json > "$out/logs/bench_device-short.txt" 2>&1; echo "bench_device rc $?"; tail -30 "$out/logs/bench_device-short.txt" ;;

@@ -34,21 +34,21 @@ __global__ void digest_kernel(const uint8_t* p, uint64_t bytes, unsigned long lo
   if ((threadIdx.x & 31) == 0 && sum != 0) atomicAdd(slot, static_cast<unsigned long long>(sum));
 }
 
-__global__ void apply_kernel(const uint8_t* pack, uint64_t segments, uint64_t entries) {
-  const uint64_t* table = reinterpret_cast<const uint64_t*>(pack + 16);  // 4 u64 per segment
-  const uint32_t* positions = reinterpret_cast<const uint32_t*>(pack + 16 + 32 * segments);
-  const uint32_t* values = positions + entries;
-  for (uint64_t e = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; e < entries;
-       e += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    uint64_t lo = 0, hi = segments;  // the last segment whose first entry is <= e (empty ones share a first)
-    while (hi - lo > 1) {
-      const uint64_t mid = (lo + hi) / 2;
-      if (table[4 * mid + 1] <= e) lo = mid;
-      else hi = mid;
+/// One block per segment (grid-stride over segments): a segment holds at most kSegmentEntries entries, so no
+/// block has much more work than another, and no thread searches for its segment.
+__global__ void apply_kernel(const uint8_t* pack, uint64_t segments, uint64_t slots) {
+  const uint64_t* entries = reinterpret_cast<const uint64_t*>(pack + 16);
+  const uint64_t* table = entries + slots;  // 4 u64 per segment
+  for (uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
+    const uint64_t first = table[4 * s + 1], count = table[4 * s + 2], bytes = table[4 * s + 3];
+    if (first > slots || count > slots - first) continue;
+    auto* base = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(table[4 * s]));
+    for (uint64_t e = threadIdx.x; e < count; e += blockDim.x) {
+      const uint64_t entry = entries[first + e];
+      const auto word = static_cast<uint32_t>(entry);
+      if (4ull * word + 4 > bytes) continue;
+      base[word] = static_cast<uint32_t>(entry >> 32);
     }
-    const uint32_t word = positions[e];
-    if (4ull * word + 4 > table[4 * lo + 3]) continue;
-    reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(table[4 * lo]))[word] = values[e];
   }
 }
 
@@ -71,14 +71,23 @@ uint64_t digest64_sum_device(int device, const void* p, uint64_t bytes, uint64_t
   return sum;
 }
 
-void apply_pack_async(int device, const void* pack, uint64_t segments, uint64_t entries, void* stream,
+void apply_pack_async(int device, const void* pack, uint64_t segments, uint64_t slots, void* stream,
                       const char* what) {
-  if (entries == 0) return;
+  if (segments == 0) return;
   const std::string where(what);
   DeviceGuard guard(device, where);
-  apply_kernel<<<grid_for(entries), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const uint8_t*>(pack), segments, entries);
+  const unsigned blocks = static_cast<unsigned>(segments < (1u << 20) ? segments : (1u << 20));
+  apply_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const uint8_t*>(pack),
+                                                                            segments, slots);
   check(cudaGetLastError(), where + ": apply kernel launch");
+}
+
+void load_delta_kernels(int device, const char* what) {
+  const std::string where(what);
+  DeviceGuard guard(device, where);
+  cudaFuncAttributes attributes;
+  check(cudaFuncGetAttributes(&attributes, apply_kernel), where + ": load the apply kernel");
+  check(cudaFuncGetAttributes(&attributes, digest_kernel), where + ": load the digest kernel");
 }
 
 }  // namespace wsb::cuda_ops

@@ -15,5 +15,9 @@ void apply_pack_async(int, const void*, uint64_t, uint64_t, void*, const char* w
   throw Error(ErrorKind::Resource, std::string(what) + ": built without CUDA");
 }
 
+void load_delta_kernels(int, const char* what) {
+  throw Error(ErrorKind::Resource, std::string(what) + ": built without CUDA");
+}
+
 }  // namespace wsb::cuda_ops
 #endif

@@ -6,7 +6,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
+#include <thread>
 #include <string>
 #include <utility>
 
@@ -36,7 +38,7 @@ struct DeltaArea {
   uint8_t* pack = nullptr;  ///< device copy of the staged pack
   uint64_t capacity = 0;
   uint64_t staged = 0;      ///< bytes of the staged pack; 0 when nothing is staged
-  uint64_t segments = 0, entries = 0;
+  uint64_t segments = 0, slots = 0;
   uint64_t digest = 0;      ///< digest64 of the staged pack, as packed on the host
   uint64_t* slot = nullptr;  ///< 8 device bytes the digest kernel reduces into
   void* stream = nullptr;    ///< the first rank on this device's copy stream 0 (synchronize() waits on it)
@@ -159,51 +161,91 @@ class CudaDeviceStorages final : public DeviceStorages {
   }
   int delta_staging_group(int rank) const override { return arena(rank).device; }
 
+  uint64_t delta_address(int rank, size_t index) const override { return address(rank, index); }
+
   uint64_t live_digest(int rank, size_t index) override {
-    RankArena& a = arena(rank);
-    synchronize();
-    DeltaArea& area = area_of(rank);
-    const uint64_t bytes = a.sizes.at(index);
-    const std::string what = fmt::format("rank {} storage '{}': live digest", rank, a.names[index]);
-    return digest64_close(
-        cuda_ops::digest64_sum_device(a.device, a.base + a.offsets[index], bytes, area.slot, area.stream, what.c_str()),
-        bytes);
+    const StorageIndex one[] = {{rank, index}};
+    return live_digests(one).front();
   }
 
-  void stage_deltas(std::span<const StorageDelta* const> deltas) override {
-    std::map<int, std::vector<const StorageDelta*>> by_device;
+  std::vector<uint64_t> live_digests(std::span<const StorageIndex> storages) override {
+    std::vector<uint64_t> out(storages.size());
+    std::map<int, std::vector<size_t>> by_device;
+    for (size_t i = 0; i < storages.size(); ++i) {
+      check_range(storages[i].rank, storages[i].index, 0, 0, "live digest");
+      by_device[arena(storages[i].rank).device].push_back(i);
+    }
+    for (const auto& [device, items] : by_device) area_of(storages[items.front()].rank);  // before any thread runs
+    on_every_device(by_device, [&](int device, const std::vector<size_t>& items) {
+      wait_device(device);  // every write issued to a storage of this device has landed
+      DeltaArea& area = areas_.at(device);
+      for (size_t i : items) {
+        const RankArena& a = arena(storages[i].rank);
+        const size_t index = storages[i].index;
+        const std::string what = fmt::format("rank {} storage '{}': live digest", storages[i].rank, a.names[index]);
+        out[i] = digest64_close(cuda_ops::digest64_sum_device(device, a.base + a.offsets[index], a.sizes[index],
+                                                              area.slot, area.stream, what.c_str()),
+                                a.sizes[index]);
+      }
+    });
+    return out;
+  }
+
+  void stage_packs(std::span<const StagedPack> packs) override {
     for (auto& [device, area] : areas_) area.staged = 0;
-    for (const StorageDelta* d : deltas) by_device[arena(d->rank).device].push_back(d);
-    for (const auto& [device, group] : by_device) {
-      DeltaArea& area = area_of(group.front()->rank);
-      const uint64_t bytes = pack_bytes(group);
+    std::map<int, std::vector<size_t>> by_device;
+    for (size_t i = 0; i < packs.size(); ++i) {
+      auto& group = by_device[packs[i].group];
+      if (!group.empty()) {
+        throw Error(ErrorKind::Mismatch, fmt::format("delta staging: two packs for device {}", packs[i].group));
+      }
+      group.push_back(i);
+    }
+    // Everything that can refuse the packs, and every allocation, before any upload starts.
+    for (const auto& [device, items] : by_device) {
+      const StagedPack& pack = packs[items.front()];
+      pack_counts(pack.bytes);
+      DeltaArea& area = area_of_device(device);
       if (area.pack == nullptr) {
-        area.capacity = delta_staging_bytes(group.front()->rank);
+        area.capacity = delta_staging_bytes(first_rank_on(device));
         area.pack = static_cast<uint8_t*>(
             cuda_ops::device_alloc(device, area.capacity, fmt::format("delta staging area on device {}", device)));
+        cuda_ops::load_delta_kernels(device, fmt::format("delta kernels on device {}", device).c_str());
       }
-      if (bytes > area.capacity) {
+      if (pack.bytes.size() > area.capacity) {
         throw Error(ErrorKind::Resource, fmt::format("delta staging on device {}: a pack of {} bytes exceeds the {} "
                                                      "byte area",
-                                                     device, bytes, area.capacity));
+                                                     device, pack.bytes.size(), area.capacity));
       }
-      std::vector<uint64_t> addresses;
-      for (const StorageDelta* d : group) addresses.push_back(address(d->rank, d->index));
-      std::vector<uint8_t> pack(bytes);  // pageable and transient: freed once uploaded
-      const uint64_t digest = pack_deltas(group, addresses, pack);
-      const std::string what = fmt::format("delta staging on device {}: upload", device);
-      cuda_ops::copy_h2d_async(device, area.pack, pack.data(), bytes, area.stream, what);
-      area.staged = bytes;
-      area.segments = group.size();
-      area.entries = (bytes - 16 - 32 * group.size()) / 8;
-      area.digest = digest;
+    }
+    // Every device uploads and checks its pack at once (the host packs are pinned: the copies are DMA). A failure
+    // on one device leaves nothing staged anywhere.
+    try {
+      upload_packs(packs, by_device);
+    } catch (...) {
+      for (auto& [device, area] : areas_) area.staged = 0;
+      throw;
+    }
+  }
+
+  void upload_packs(std::span<const StagedPack> packs, const std::map<int, std::vector<size_t>>& by_device) {
+    on_every_device(by_device, [&](int device, const std::vector<size_t>& items) {
+      const StagedPack& pack = packs[items.front()];
+      DeltaArea& area = areas_.at(device);
+      const PackCounts counts = pack_counts(pack.bytes);
+      cuda_ops::copy_h2d_async(device, area.pack, pack.bytes.data(), pack.bytes.size(), area.stream,
+                               fmt::format("delta staging on device {}: upload", device));
+      area.staged = pack.bytes.size();
+      area.segments = counts.segments;
+      area.slots = counts.slots;
+      area.digest = pack.digest;
       if (!area_intact(device, area)) {
         area.staged = 0;
         throw Error(ErrorKind::Checksum, fmt::format("delta staging on device {}: the staged pack's digest differs "
                                                      "from the {} bytes uploaded",
-                                                     device, bytes));
+                                                     device, pack.bytes.size()));
       }
-    }
+    });
   }
 
   bool staged_deltas_intact() override {
@@ -217,7 +259,7 @@ class CudaDeviceStorages final : public DeviceStorages {
     for (auto& [device, area] : areas_) {
       if (area.staged == 0) continue;
       const std::string what = fmt::format("delta apply on device {}", device);
-      cuda_ops::apply_pack_async(device, area.pack, area.segments, area.entries, area.stream, what.c_str());
+      cuda_ops::apply_pack_async(device, area.pack, area.segments, area.slots, area.stream, what.c_str());
     }
   }
 
@@ -278,16 +320,68 @@ class CudaDeviceStorages final : public DeviceStorages {
     if (!failure.empty()) throw Error(ErrorKind::Io, fmt::format("{}: {}", what, failure));
   }
 
-  /// The delta area of `rank`'s device, its digest slot allocated on first use.
-  DeltaArea& area_of(int rank) {
-    const RankArena& a = arena(rank);
-    DeltaArea& area = areas_[a.device];
+  /// The delta area of `rank`'s device, its digest slot allocated on first use. Not thread-safe (areas_ grows).
+  DeltaArea& area_of(int rank) { return area_of_device(arena(rank).device); }
+  DeltaArea& area_of_device(int device) {
+    DeltaArea& area = areas_[device];
     if (area.slot == nullptr) {
-      area.stream = a.streams.front();
+      area.stream = arena(first_rank_on(device)).streams.front();
       area.slot = static_cast<uint64_t*>(
-          cuda_ops::device_alloc(a.device, 8, fmt::format("delta digest slot on device {}", a.device)));
+          cuda_ops::device_alloc(device, 8, fmt::format("delta digest slot on device {}", device)));
     }
     return area;
+  }
+  /// The lowest TP rank on `device`; Error(Mismatch) when no rank lives there.
+  int first_rank_on(int device) const {
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (ranks_[r].device == device) return static_cast<int>(r);
+    }
+    throw Error(ErrorKind::Mismatch, fmt::format("device storages: no TP rank on device {}", device));
+  }
+  /// Waits for every copy stream of the ranks on `device` (a device-local synchronize()).
+  void wait_device(int device) {
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (ranks_[r].device != device) continue;
+      for (size_t s = 0; s < ranks_[r].streams.size(); ++s) {
+        const std::string failure = cuda_ops::stream_synchronize(device, ranks_[r].streams[s]);
+        if (!failure.empty()) {
+          throw Error(ErrorKind::Io, fmt::format("rank {} (device {}) copy stream {}: synchronize failed: {}", r,
+                                                 device, s, failure));
+        }
+      }
+    }
+  }
+  /// Runs fn(device, items) for every entry of `work`, each device on its own thread (the calling thread takes the
+  /// first), so devices work at once; rethrows the first failure once all have finished.
+  template <class Fn>
+  static void on_every_device(const std::map<int, std::vector<size_t>>& work, Fn&& fn) {
+    std::vector<std::exception_ptr> errors(work.size());
+    {
+      std::vector<std::jthread> threads;
+      size_t k = 0;
+      for (const auto& [device, items] : work) {
+        auto run = [&, device = device, k] {
+          try {
+            fn(device, work.at(device));
+          } catch (...) {
+            errors[k] = std::current_exception();
+          }
+        };
+        if (k++ == 0) continue;
+        threads.emplace_back(run);
+      }
+      if (!work.empty()) {
+        const int device = work.begin()->first;
+        try {
+          fn(device, work.begin()->second);
+        } catch (...) {
+          errors[0] = std::current_exception();
+        }
+      }
+    }
+    for (auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
   }
 
   bool area_intact(int device, DeltaArea& area) {

@@ -57,16 +57,9 @@ std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec) {
 
 void place_run_range(const FragmentRun& run, std::span<const uint8_t> canonical, uint64_t from, uint64_t to,
                      std::span<uint8_t> storage) {
-  if (run.block == 0 || run.outer == 0 || to <= from) return;
-  // The blocks are at src_first + o * stride; only those that end after `from` and start before `to` overlap.
-  uint64_t o = from <= run.src_first ? 0 : (from - run.src_first) / run.stride;
-  for (; o < run.outer; ++o) {
-    const uint64_t begin = run.src_first + o * run.stride;
-    if (begin >= to) break;
-    const uint64_t lo = std::max(begin, from), hi = std::min(begin + run.block, to);
-    if (lo >= hi) continue;
-    std::memcpy(storage.data() + run.dst_offset + o * run.block + (lo - begin), canonical.data() + lo, hi - lo);
-  }
+  for_each_run_piece(run, from, to, [&](uint64_t src, uint64_t dst, uint64_t bytes) {
+    std::memcpy(storage.data() + dst, canonical.data() + src, bytes);
+  });
 }
 
 }  // namespace wsb

@@ -36,6 +36,24 @@ FragmentRun fragment_run(const RuntimeStorageSpec& spec, const Fragment& f);
 /// each of its spec.bytes() bytes exactly once.
 std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec);
 
+/// Calls piece(canonical_offset, storage_offset, bytes) for each contiguous piece of canonical bytes [from, to) of
+/// run.canonical that `run` places, in increasing order; the pieces are exactly what place_run_range copies, so a
+/// caller that writes them some other way (comparing each word with the one it replaces) places the same bytes.
+template <class Piece>
+void for_each_run_piece(const FragmentRun& run, uint64_t from, uint64_t to, Piece&& piece) {
+  if (run.block == 0 || run.outer == 0 || to <= from) return;
+  // The blocks are at src_first + o * stride; only those that end after `from` and start before `to` overlap.
+  uint64_t o = from <= run.src_first ? 0 : (from - run.src_first) / run.stride;
+  for (; o < run.outer; ++o) {
+    const uint64_t begin = run.src_first + o * run.stride;
+    if (begin >= to) break;
+    const uint64_t lo = begin > from ? begin : from;
+    const uint64_t hi = begin + run.block < to ? begin + run.block : to;
+    if (lo >= hi) continue;
+    piece(lo, run.dst_offset + o * run.block + (lo - begin), hi - lo);
+  }
+}
+
 /// Copies the part of canonical bytes [from, to) of run.canonical that `run` places into `storage` (the whole
 /// runtime storage). `canonical` is the whole canonical tensor; only its bytes [from, to) are read. Calling it for
 /// consecutive ranges that cover the tensor writes exactly what load_storage writes for this run.

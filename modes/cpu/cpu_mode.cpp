@@ -17,10 +17,8 @@
 namespace wsb {
 
 CpuMode::CpuMode(SyncContext context) : context_(std::move(context)), canonical_(context_.profile, "cpu mode") {
-  for (const auto& layout : context_.layouts) sets_[0].emplace_back(layout, context_.pinner);
-  if (device_delta()) {
-    for (const auto& layout : context_.layouts) sets_[1].emplace_back(layout, context_.pinner);
-  }
+  for (const auto& layout : context_.layouts) images_.emplace_back(layout, context_.pinner);
+  if (device_delta()) delta_ = std::make_unique<DeviceDeltaCommit>(context_, images_);
 }
 
 void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
@@ -28,16 +26,14 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
   images_version_.reset();
   size_t storages = 0;
   for (const auto& layout : context_.layouts) storages += layout.storages.size();
-  // The native load staged every storage in set 0 and copied it from there: set 0 now holds the live bytes.
-  live_set_ = 0;
-  live_known_ = native_staged_ == storages;
+  // When the native load staged every storage in the images and copied it from there, they hold the live bytes.
+  if (delta_) delta_->on_native_load(native_staged_ == storages, log);
   native_staged_ = 0;
-  staged_.clear();
 }
 
 std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vector<bool>& placed) {
   std::vector<std::vector<Placement>> by_tensor(canonical_.tensors().size());
-  std::vector<RankImage>& images = sets_[prepared_set_];
+  std::vector<RankImage>& images = images_;
   size_t flat = 0;
   for (size_t r = 0; r < images.size(); ++r) {
     for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s, ++flat) {
@@ -49,7 +45,7 @@ std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vecto
       });
       if (!known) continue;
       for (FragmentRun& run : runs) {
-        by_tensor[*canonical_.index_of(run.canonical)].push_back(Placement{images[r].storage(s), std::move(run)});
+        by_tensor[*canonical_.index_of(run.canonical)].push_back(Placement{images[r].storage(s), flat, std::move(run)});
       }
       placed[flat] = true;
     }
@@ -57,16 +53,16 @@ std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vecto
   return by_tensor;
 }
 
-void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) {
+void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, DeltaRecorder* recorder) {
   ScopedPhase phase(log, "prepare.transform", Floor::HostMemcpy);
   CanonicalLookup lookup = [this](const std::string& name) { return canonical_.tensor(name); };
-  std::vector<RankImage>& images = sets_[prepared_set_];
+  std::vector<RankImage>& images = images_;
   // Every item is independent: storages are disjoint, expert ranges of one storage and row bands of one FP8
   // weight write disjoint bytes, and the canonical image is only read. Storages are split into items of about
   // kPieceBytes, so no storage (they grow with the expert count) leaves one thread working while the rest wait.
   constexpr uint64_t kPieceBytes = 4ull << 20;
   struct Item {
-    size_t rank, storage;
+    size_t rank, storage, flat;
     int64_t first, count;  ///< leading-dim slices; or, for a band, the expert and 1
     int64_t n0 = 0, n1 = 0;  ///< FP8 weight band: gathered rows [n0, n1) of expert `first`
     uint64_t bytes;
@@ -80,7 +76,9 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) 
       const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
       built += spec.bytes();
       const size_t rank = spec.gathered_shape.size();
-      if (spec.transform == kFp8ChannelWeight && (rank == 2 || rank == 3) && spec.shape.size() == rank) {
+      // device-delta compares each item's bytes before and after as one range: a band is strided, so it is built
+      // by slices then.
+      if (recorder == nullptr && spec.transform == kFp8ChannelWeight && (rank == 2 || rank == 3) && spec.shape.size() == rank) {
         // Transposed band by band straight from the canonical rows: no gathered copy, and a 2-D weight splits too.
         const int64_t experts = rank == 3 ? spec.gathered_shape[0] : 1;
         const int64_t n = spec.gathered_shape[rank - 2], k = std::max<int64_t>(1, spec.gathered_shape[rank - 1]);
@@ -88,7 +86,7 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) 
         for (int64_t e = 0; e < experts; ++e) {
           for (int64_t n0 = 0; n0 < n; n0 += band) {
             const int64_t n1 = std::min(n, n0 + band);
-            items.push_back(Item{r, s, e, 1, n0, n1, static_cast<uint64_t>((n1 - n0) * k)});
+            items.push_back(Item{r, s, flat, e, 1, n0, n1, static_cast<uint64_t>((n1 - n0) * k)});
           }
         }
         continue;
@@ -98,7 +96,7 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) 
       const int64_t per = slices == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / std::max<uint64_t>(slice_bytes, 1)));
       for (int64_t first = 0; first < slices; first += per) {
         const int64_t count = std::min(per, slices - first);
-        items.push_back(Item{r, s, first, count, 0, 0, slice_bytes * static_cast<uint64_t>(count)});
+        items.push_back(Item{r, s, flat, first, count, 0, 0, slice_bytes * static_cast<uint64_t>(count)});
       }
     }
   }
@@ -111,6 +109,11 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) 
         const Item& it = items[i];
         const RuntimeStorageSpec& spec = context_.layouts[it.rank].storages[it.storage];
         const std::span<uint8_t> out = images[it.rank].storage(it.storage);
+        // device-delta: the item's bytes before the build are the live ones; comparing them with the built ones
+        // finds every change, whatever the transform does with the canonical bytes.
+        const uint64_t offset = spec.bytes() / static_cast<uint64_t>(storage_slices(spec)) *
+                                static_cast<uint64_t>(it.first);
+        const auto before = recorder ? recorder->snapshot(it.flat, offset, it.bytes) : std::span<const uint8_t>{};
         if (it.n1 > it.n0) {
           std::vector<const uint8_t*>& rows = row_scratch_[worker];
           rows.resize(static_cast<size_t>(it.n1 - it.n0));
@@ -122,6 +125,7 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed) 
         } else {
           load_storage_slices(spec, lookup, out, it.first, it.count, &transform_scratch_[worker]);
         }
+        if (recorder) recorder->compare(it.flat, offset, before);
       });
   phase.add_bytes(built);
 }
@@ -133,10 +137,11 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
                                               version_string(canonical_.version()), version_string(target),
                                               version_string(served)));
   }
-  prepared_set_ = device_delta() && live_known_ ? 1 - live_set_ : live_set_;
   size_t storages = 0;
   for (const auto& layout : context_.layouts) storages += layout.storages.size();
   std::vector<bool> placed(storages, false);
+  DeltaRecorder* recorder = nullptr;  // device-delta: every write into the rank images goes through it
+  bool writing = false;
   if (canonical_.version() < target) {
     // Plain-gather storages are written from each final chunk while it is in cache: one memory pass less than
     // folding everything and then gathering it (prepare is memory-bound). The placed bytes stay in the image set
@@ -145,16 +150,26 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
     const auto before_mutation = [&] {
       images_version_.reset();  // from here on the rank images are rebuilt for the target
       placements = plan_placements(placed);
+      if (delta_) recorder = delta_->begin_writes(log);
+      writing = true;
     };
     const FoldListener listener = [&](size_t i, const FoldChunk& chunk) {
-      for (const Placement& p : placements[i]) place_run_range(p.run, chunk.tensor, chunk.from, chunk.to, p.storage);
+      for (const Placement& p : placements[i]) {
+        if (recorder == nullptr) {
+          place_run_range(p.run, chunk.tensor, chunk.from, chunk.to, p.storage);
+          continue;
+        }
+        for_each_run_piece(p.run, chunk.from, chunk.to, [&](uint64_t src, uint64_t dst, uint64_t n) {
+          recorder->copy(p.flat, dst, chunk.tensor.subspan(src, n));
+        });
+      }
     };
     canonical_.advance(context_.store, target, context_.threads, log, "prepare", before_mutation, listener);
   }
   images_version_.reset();
-  staged_.clear();
-  build_rank_images(log, placed);
-  if (device_delta()) stage_device_delta(target, log);
+  if (delta_ && !writing) recorder = delta_->begin_writes(log);
+  build_rank_images(log, placed, recorder);
+  if (delta_) delta_->finish_writes(log);
   images_version_ = target;
 }
 
@@ -162,27 +177,23 @@ void CpuMode::preflight(uint32_t target) const {
   if (!images_version_ || *images_version_ != target) {
     throw Error(ErrorKind::State, fmt::format("cpu mode: rank images are not prepared for {}", version_string(target)));
   }
-  // Before the gate closes: a staged delta whose bytes changed since they were verified is dropped, and this
+  // Before the gate closes: a staged pack whose bytes changed since they were verified is dropped, and this
   // commit copies every storage in full instead (the rank images are verified; the staged copy is not).
-  delta_rejected_ = false;
-  if (!staged_.empty() && !context_.live->staged_deltas_intact()) {
-    staged_.clear();
-    delta_rejected_ = true;
-  }
+  if (delta_) delta_->preflight();
 }
 
 void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
-  if (device_delta()) {
-    commit_device_delta(storages, log);
+  if (delta_) {
+    delta_->commit(storages, log);
     return;
   }
-  copy_rank_images(sets_[prepared_set_], context_.layouts, storages, context_.fault_hook, log);
+  copy_rank_images(images_, context_.layouts, storages, context_.fault_hook, log);
 }
 
 std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t bytes) {
-  RankImage& image = sets_[0].at(static_cast<size_t>(rank));
+  RankImage& image = images_.at(static_cast<size_t>(rank));
   auto span = image.storage(index);
-  // device-delta needs set 0 to hold the live bytes after the load, pinned or not.
+  // device-delta needs the images to hold the live bytes after the load, pinned or not.
   if (span.size() != bytes || !(image.pinned() || device_delta())) return {};
   ++native_staged_;
   return span;
@@ -191,9 +202,8 @@ std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t
 ModeMemory CpuMode::memory() const {
   ModeMemory m;
   m.canonical_bytes = canonical_.bytes();
-  for (const auto& set : sets_) {
-    for (const auto& image : set) m.rank_image_bytes += image.bytes();
-  }
+  for (const auto& image : images_) m.rank_image_bytes += image.bytes();
+  if (delta_) m.staging_bytes += delta_->host_bytes();
   return m;
 }
 

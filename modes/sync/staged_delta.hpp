@@ -1,59 +1,58 @@
 #pragma once
-// Device-staged delta commit (cpu mode, commit strategy "device-delta"): during prepare, each runtime storage's
-// new rank image is compared with the live one in runtime space, 32-bit word by word; the changed words of the
-// sparse storages are uploaded, before the pause, into a bounded staging area where the storages live; the pause
-// applies them in place (a scatter kernel on CUDA) and copies the remaining storages in full from the rank image.
+// Device-staged delta commit (cpu mode, commit strategy "device-delta"): while prepare writes the target version
+// into the rank image (the fold's placements, the transforms), every write is compared with the bytes it replaces,
+// which are the live ones (delta_recorder.hpp), so the changed 32-bit words of every runtime storage are known
+// without a second image. Before the pause they are uploaded, as one pack per staging area, where the storages
+// live; the pause applies them in place (a scatter kernel on CUDA) and copies only the remaining storages in full.
 //
-// Encoding (chosen by measurement against a changed-chunk bitmap, docs/validation/2026-12-01-device-delta-commit): per storage,
-// the ascending indices of its changed 32-bit words (u32) and their new values (u32), 8 bytes per changed word.
-// At the default densities (1% of BF16 values, 0.3-0.6% of FP8/FP4 codes, every value an independent draw) about
-// 2% of words change; a bitmap of 64-byte chunks would stage ~25% of the bytes instead. A storage whose words
-// changed so densely that its encoding is not below kDenseLimit of its bytes is copied in full.
+// Encoding (chosen by measurement against a changed-chunk bitmap, docs/validation/2026-12-01-device-delta-commit):
+// the changed 32-bit words, each as (u32 word index, u32 new value), 8 bytes per changed word. At the default
+// densities (1% of BF16 values, 0.3-0.6% of FP8/FP4 codes, every value an independent draw) about 2% of words
+// change; a bitmap of 64-byte chunks would stage ~25% of the bytes instead. A storage whose entries would reach
+// kDenseLimit of its bytes is copied in full.
 //
-// Staged layout of one area (a "pack", identical on the host and in device memory, little-endian):
-//   u64 segment_count S, u64 entry_count T,
-//   S x {u64 storage address (where it lives), u64 first entry, u64 entries, u64 storage bytes},
-//   T x u32 word index, T x u32 value (segments in order, each segment's entries ascending).
-// Its digest64 (core/digest64.hpp), computed on the host while packing and again where it is staged,
-// proves the upload intact before the pause; commit re-checks it before the gate closes.
+// Layout of one pack (identical on the host and where it is staged, little-endian):
+//   u64 segment_count S, u64 slot_count T,
+//   T x u64 entry slots: word index in the low 32 bits, new value in the high 32 bits,
+//   S x {u64 storage address, u64 first slot, u64 entries, u64 storage bytes}.
+// A segment is a run of entries of one storage, ascending, at most kSegmentEntries long (the scatter kernel gives
+// each segment one thread block, so a segment's size bounds the work of one block). Slots no segment refers to are
+// ignored (the zeroed tail of a recording block, entries of a storage left out). Entries are written where they are
+// recorded, so the table comes last, once every segment is known.
+// Its digest64 (core/digest64.hpp), computed on the host while packing and again where it is staged, proves the
+// upload intact before the pause; commit re-checks it before the gate closes.
 #include <cstdint>
 #include <span>
-#include <vector>
 
 namespace wsb {
 
-/// Changed words of one storage of one TP rank.
-struct StorageDelta {
-  int rank = 0;
-  size_t index = 0;              ///< storage index in RankLayout::storages
-  uint64_t storage_bytes = 0;    ///< bytes of the storage
-  std::vector<uint32_t> positions;  ///< changed 32-bit word indices, ascending
-  std::vector<uint32_t> values;     ///< their new values
-  /// Bytes this storage adds to a pack (entries and its segment record).
-  uint64_t staged_bytes() const { return 8 * positions.size() + 32; }
-};
-
-/// A storage is staged only when its encoding is below this fraction of its bytes; denser ones are copied in full.
+/// A storage is staged only while its entries stay below this fraction of its bytes; denser ones are copied in full.
 inline constexpr double kDenseLimit = 0.5;
+/// Most entries in one segment of a pack.
+inline constexpr uint64_t kSegmentEntries = 4096;
+inline constexpr uint64_t kPackHeaderBytes = 16;
+inline constexpr uint64_t kPackSegmentBytes = 32;
 
-/// Compares `live` with `next` (equal sizes, a multiple of 4 bytes, below 16 GiB so word indices fit in u32) and
-/// records every differing word in `out` while fewer than `max_entries` differ (after that it only counts: the
-/// storage will be copied in full, `out.positions` is cleared). Returns digest64(live) (computed in the same pass,
-/// to compare with the live storage's own digest). `changed` receives the number of differing words.
-uint64_t diff_storage(std::span<const uint8_t> live, std::span<const uint8_t> next, uint64_t max_entries,
-                      StorageDelta& out, uint64_t* changed);
+/// One entry slot: `word` (index of the 32-bit word in its storage) and its new `value`.
+constexpr uint64_t pack_entry(uint32_t word, uint32_t value) { return word | (static_cast<uint64_t>(value) << 32); }
 
-/// Bytes pack_deltas writes for `deltas`.
-uint64_t pack_bytes(std::span<const StorageDelta* const> deltas);
+/// Bytes of a pack of `segments` segments and `slots` entry slots.
+constexpr uint64_t pack_bytes(uint64_t segments, uint64_t slots) {
+  return kPackHeaderBytes + 8 * slots + kPackSegmentBytes * segments;
+}
 
-/// Writes the pack of `deltas` into `out` (pack_bytes() bytes), `addresses[i]` being where storage i lives.
-/// Returns digest64 of the pack.
-uint64_t pack_deltas(std::span<const StorageDelta* const> deltas, std::span<const uint64_t> addresses,
-                     std::span<uint8_t> out);
+/// Segment count and entry slot count of a pack, validated against its size: Error(Mismatch) "staged delta pack of
+/// N bytes: ..." when shorter than its header or when the counts do not fill it exactly.
+struct PackCounts {
+  uint64_t segments = 0;
+  uint64_t slots = 0;
+};
+PackCounts pack_counts(std::span<const uint8_t> pack);
 
 /// Applies a pack in place to host storages (the CPU backend's apply; the CUDA kernel does the same on the
-/// device): for every segment, *(u32*)(address + 4 * index) = value. Throws Error(Mismatch) when the pack is
-/// malformed (counts beyond the pack, a word index beyond its storage).
+/// device): for every segment entry, *(u32*)(address + 4 * word) = value. Throws Error(Mismatch) naming the pack
+/// and the segment when it is malformed (counts that do not fill it, a segment's slots beyond the pack or longer
+/// than kSegmentEntries, a word index beyond its storage); every check runs before the first write.
 void apply_pack_on_host(std::span<const uint8_t> pack);
 
 }  // namespace wsb

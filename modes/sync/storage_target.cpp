@@ -20,8 +20,15 @@ Error no_staging(const char* op) {
 
 }  // namespace
 
+uint64_t StorageTarget::delta_address(int, size_t) const { throw no_staging("delta_address"); }
 uint64_t StorageTarget::live_digest(int, size_t) { throw no_staging("live_digest"); }
-void StorageTarget::stage_deltas(std::span<const StorageDelta* const>) { throw no_staging("stage_deltas"); }
+std::vector<uint64_t> StorageTarget::live_digests(std::span<const StorageIndex> storages) {
+  std::vector<uint64_t> out;
+  out.reserve(storages.size());
+  for (const StorageIndex& s : storages) out.push_back(live_digest(s.rank, s.index));
+  return out;
+}
+void StorageTarget::stage_packs(std::span<const StagedPack>) { throw no_staging("stage_packs"); }
 bool StorageTarget::staged_deltas_intact() { throw no_staging("staged_deltas_intact"); }
 void StorageTarget::apply_staged_deltas() { throw no_staging("apply_staged_deltas"); }
 void StorageTarget::corrupt_staged_delta(uint64_t) { throw no_staging("corrupt_staged_delta"); }

@@ -4,12 +4,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/phase_log.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "modes/sync/staged_delta.hpp"
 
 namespace wsb {
+
+/// One runtime storage of one TP rank: `index` into RankLayout::storages of `rank`.
+struct StorageIndex {
+  int rank = 0;
+  size_t index = 0;
+};
+
+/// One staging area's pack (modes/sync/staged_delta.hpp layout) in host memory (pinned where the target uploads
+/// from it), valid until stage_packs returns.
+struct StagedPack {
+  int group = 0;  ///< delta_staging_group of the ranks whose storages it patches
+  std::span<const uint8_t> bytes;
+  uint64_t digest = 0;  ///< digest64 of bytes
+};
 
 /// Live runtime storages (host memory on the CPU backend, device memory with CUDA). Storage `index` follows
 /// RankLayout::storages of that rank.
@@ -40,13 +55,18 @@ class StorageTarget {
   /// Bytes of the staging area that serves `rank` (0: none). Ranks with equal delta_staging_group share one.
   virtual uint64_t delta_staging_bytes(int /*rank*/) const { return 0; }
   virtual int delta_staging_group(int rank) const { return rank; }
+  /// Where storage `index` of `rank` lives: the address a pack's segment names.
+  virtual uint64_t delta_address(int rank, size_t index) const;
   /// digest64 of storage `index` of `rank`, computed where the storage lives (on the device: a kernel), after
   /// every issued write landed.
   virtual uint64_t live_digest(int rank, size_t index);
-  /// Replaces whatever was staged with `deltas`: packs each group's storages (staged_delta.hpp layout), uploads
-  /// the packs and checks each staged pack's digest64, computed where it is staged, against the host's. Outside
-  /// the pause. Throws Error(Resource) when a pack exceeds its area, Error(Checksum) when an upload differs.
-  virtual void stage_deltas(std::span<const StorageDelta* const> deltas);
+  /// live_digest of every listed storage, in order (a target with several devices works on all of them at once).
+  virtual std::vector<uint64_t> live_digests(std::span<const StorageIndex> storages);
+  /// Replaces whatever was staged with `packs` (at most one per staging group, each laid out as staged_delta.hpp
+  /// says): uploads every pack, all areas at once, then checks each staged copy's digest64, computed where it is
+  /// staged, against the pack's. Outside the pause. Throws Error(Resource) when a pack exceeds its area,
+  /// Error(Mismatch) for a malformed pack, Error(Checksum) when a staged copy differs; nothing is staged then.
+  virtual void stage_packs(std::span<const StagedPack> packs);
   /// Recomputes every staged pack's digest where it is staged; false when one differs from the upload's.
   virtual bool staged_deltas_intact();
   /// Applies every staged pack to the live storages (enqueued; synchronize() waits). The pause's part.

@@ -145,7 +145,7 @@ TEST(HttpProfilerDeviceDelta, TheServerRunsTheCellsCommitStrategy) {
   ASSERT_EQ(result["status"], "pass") << result.dump(2);
   std::set<std::string> phases;
   for (const auto& phase : result["trials"][0]["phases"]) phases.insert(phase["name"]);
-  EXPECT_TRUE(phases.contains("prepare.delta_diff")) << result["trials"][0]["phases"].dump();
+  EXPECT_TRUE(phases.contains("prepare.delta_upload")) << result["trials"][0]["phases"].dump();
   EXPECT_TRUE(phases.contains("commit.delta_apply")) << result["trials"][0]["phases"].dump();
 }
 

@@ -1,14 +1,18 @@
 // The device side of the device-delta commit (engine/cuda/delta_ops.hpp through DeviceStorages): the device
-// digest of a storage equals the host digest64 of the same bytes for every tail length; a staged pack applied by
-// the scatter kernel leaves every storage equal to the new bytes (and touches no other storage); a staged byte
-// flipped afterwards is reported by staged_deltas_intact; a pack beyond the area is refused. GPU only.
+// digest of a storage equals the host digest64 of the same bytes for every tail length, one by one and batched; a
+// recorded pack (modes/sync/delta_recorder.hpp) applied by the scatter kernel leaves every storage it covers equal
+// to the new bytes (and touches no other storage); a staged byte flipped afterwards is reported by
+// staged_deltas_intact; a pack beyond the area is refused. GPU only.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "engine/cuda/device_storages.hpp"
 #include "core/digest64.hpp"
 #include "core/errors.hpp"
+#include "modes/sync/delta_recorder.hpp"
+#include "modes/sync/staged_delta.hpp"
 #include "tests/support/error_checks.hpp"
 #include "tests/support/gpu_support.hpp"
 
@@ -39,51 +43,61 @@ TEST(DeviceDelta, DigestsStagingAndApplyMatchTheHost) {
   auto storages = make_device_storages({layout_of(sizes)}, options);
   std::mt19937_64 rng(5);
   std::vector<Bytes> live(sizes.size()), next(sizes.size());
+  std::vector<StorageIndex> all;
   for (size_t i = 0; i < sizes.size(); ++i) {
     live[i].resize(static_cast<size_t>(sizes[i]));
     for (auto& b : live[i]) b = static_cast<uint8_t>(rng());
     storages->write(0, i, 0, live[i]);
+    all.push_back({0, i});
   }
   storages->synchronize();
-  for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(storages->live_digest(0, i), digest64(live[i])) << sizes[i];
+  const std::vector<uint64_t> digests = storages->live_digests(all);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(storages->live_digest(0, i), digest64(live[i])) << sizes[i];
+    EXPECT_EQ(digests[i], digest64(live[i])) << sizes[i];
+  }
 
-  // Deltas for the word-addressable storages 2..5 (storage 5 unchanged: an empty segment).
-  std::vector<StorageDelta> deltas(4);
-  std::vector<const StorageDelta*> ptrs;
-  for (size_t k = 0; k < 4; ++k) {
-    const size_t i = k + 2;
+  // The recorder finds the changes of storages 2..5 (storage 5 unchanged) against host copies of the live bytes;
+  // its pack, staged and applied on the device, leaves every storage it covers at the new bytes.
+  std::vector<Bytes> image = live;
+  std::vector<DeltaStorage> recorded;
+  for (size_t i = 0; i < sizes.size(); ++i) recorded.push_back({image[i], 0, storages->delta_address(0, i)});
+  DeltaRecorder recorder({1 << 20}, nullptr);
+  recorder.begin(recorded);
+  for (size_t i = 0; i < sizes.size(); ++i) {
     next[i] = live[i];
-    if (i != 5) {
+    if (i >= 2 && i != 5) {
       for (size_t c = 0; c < next[i].size() / 100 + 1; ++c) next[i][rng() % next[i].size()] ^= 0x5A;
     }
-    deltas[k].rank = 0;
-    deltas[k].index = i;
-    uint64_t changed = 0;
-    EXPECT_EQ(diff_storage(live[i], next[i], next[i].size(), deltas[k], &changed), digest64(live[i]));
-    ptrs.push_back(&deltas[k]);
+    recorder.copy(i, 0, next[i]);
   }
-  storages->stage_deltas(ptrs);
+  const std::vector<DeltaChanges> changes = recorder.finish();
+  std::vector<bool> include(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) include[i] = changes[i].changed() && !changes[i].incomplete;
+  EXPECT_EQ(include, (std::vector<bool>{false, false, false, true, true, false}));  // 12 bytes: dense
+  const auto pack = recorder.pack(0, include);
+  ASSERT_TRUE(pack.has_value());
+  const StagedPack staged[] = {{storages->device_of(0), pack->bytes, pack->digest}};
+  storages->stage_packs(staged);
   EXPECT_TRUE(storages->staged_deltas_intact());
   storages->apply_staged_deltas();
   storages->synchronize();
   for (size_t i = 0; i < sizes.size(); ++i) {
     Bytes now(static_cast<size_t>(sizes[i]));
     storages->read(0, i, now);
-    EXPECT_EQ(now, i >= 2 ? next[i] : live[i]) << "storage " << i;
+    EXPECT_EQ(now, include[i] ? next[i] : live[i]) << "storage " << i;
   }
-  storages->corrupt_staged_delta(16 + 32 * 4 + 1);  // a word index
+  storages->corrupt_staged_delta(16 + 3);  // inside the first entry
   EXPECT_FALSE(storages->staged_deltas_intact());
 
-  // A pack larger than the area is refused, naming both sizes.
-  StorageDelta big;
-  big.rank = 0;
-  big.index = 4;
-  big.storage_bytes = 3 << 20;
-  big.positions.assign(200000, 0);
-  big.values.assign(200000, 0);
-  const StorageDelta* one[] = {&big};
-  test::expect_error([&] { storages->stage_deltas(one); }, ErrorKind::Resource,
-                     {"a pack of 1600048 bytes exceeds the 1048576 byte area"});
+  // A pack larger than the area is refused, naming both sizes, and leaves nothing staged.
+  Bytes big(pack_bytes(0, 200000));
+  const uint64_t header[2] = {0, 200000};
+  std::memcpy(big.data(), header, sizeof header);
+  const StagedPack too_big[] = {{storages->device_of(0), big, digest64(big)}};
+  test::expect_error([&] { storages->stage_packs(too_big); }, ErrorKind::Resource,
+                     {"a pack of 1600016 bytes exceeds the 1048576 byte area"});
+  EXPECT_TRUE(storages->staged_deltas_intact());  // nothing staged
 }
 
 }  // namespace
