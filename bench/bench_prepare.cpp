@@ -18,6 +18,7 @@
 // floor_ratio = (apply_verify + transform) / (canonical bytes / floor); s_per_GB of the same time.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -73,7 +74,9 @@ struct Fixture {
   uint64_t canonical_bytes = 0;
 
   Fixture(const Cell& cell, uint64_t frame_bytes, int threads) {
-    dir = fs::temp_directory_path() / fmt::format("wsbench-prepare-{}-{}", ::getpid(), cell.name);
+    std::string leaf = cell.name;  // one directory: the destructor removes it whole
+    std::replace(leaf.begin(), leaf.end(), '/', '-');
+    dir = fs::temp_directory_path() / fmt::format("wsbench-prepare-{}-{}", ::getpid(), leaf);
     fs::remove_all(dir);
     fs::create_directories(dir);
     profile = wsb::find_profile(cell.profile, wsb::default_profiles_dir());

@@ -5,8 +5,18 @@
 // payload, and floor_ratio against a single-thread host memcpy of the same byte count (bench/bench_floor.hpp).
 // Transport setup (for shm: reserving and mapping the ring) is not timed: a refit reuses a set-up transport.
 // Axes: bucket_bytes, ranks, transport.
+//
+// BM_RefitStream: the whole in-process stream of a refit as prepare.stream runs it, with three copies per byte: the
+// sender packs each bucket, the receiver copies it out of the transport, the rank places every weight into its rank
+// image. `parallel` 1 is how the refit mode streams (packing, receive copies and placing in pieces across a pool
+// of `threads`, each rank receiving one bucket ahead on its own thread while the batch before is placed, the send
+// buffers allocated once); 0 is how it streamed before (each copy on one thread, one receive buffer per rank, the
+// receive of a bucket after the placing of the one before). Counters: GB/s per rank, and floor_ratio against one
+// host memcpy of every rank's bytes on `threads` threads (the target: >= 10 GB/s per rank at TP 1).
 #include <benchmark/benchmark.h>
 
+#include <cstring>
+#include <map>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -14,6 +24,7 @@
 #include "bench/bench_floor.hpp"
 #include "modes/refit/buffer_pool.hpp"
 #include "modes/refit/inproc_transport.hpp"
+#include "modes/refit/receiver_group.hpp"
 #include "modes/refit/sender.hpp"
 #include "modes/refit/shm_transport.hpp"
 #include "modes/refit/stream_aligner.hpp"
@@ -84,6 +95,120 @@ BENCHMARK(BM_RefitAlign)
     ->ArgsProduct({{4 << 20, 16 << 20, 64 << 20}, {2}, {0, 1}})
     ->Args({16 << 20, 4, 0})
     ->Args({16 << 20, 4, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+/// One rank's shard of `mib` MiB in weights of 64 MiB (a last shorter one), BF16.
+struct StreamShards {
+  std::vector<std::vector<wsb::TensorSpec>> specs;
+  std::vector<std::vector<uint8_t>> data;  // per rank, weights back to back
+  uint64_t rank_bytes = 0;
+  StreamShards(int ranks, uint64_t mib) : specs(ranks), data(ranks) {
+    const uint64_t weight_mib = 64;
+    for (int r = 0; r < ranks; ++r) {
+      for (uint64_t at = 0, i = 0; at < mib; at += weight_mib, ++i) {
+        const uint64_t rows = std::min(weight_mib, mib - at) * 128;  // 128 rows of 4096 BF16 per MiB
+        specs[r].push_back({"layers." + std::to_string(i) + ".weight", wsb::DType::BF16, {static_cast<int64_t>(rows), 4096}});
+      }
+      uint64_t bytes = 0;
+      for (const auto& s : specs[r]) bytes += s.bytes();
+      data[r].resize(bytes);
+      uint64_t x = 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(r);  // xorshift64: gigabytes in a moment
+      for (size_t i = 0; i + 8 <= bytes; i += 8) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        std::memcpy(data[r].data() + i, &x, 8);
+      }
+      rank_bytes = bytes;
+    }
+  }
+};
+
+void BM_RefitStream(benchmark::State& state) {
+  const auto mib = static_cast<uint64_t>(state.range(0));
+  const int ranks = static_cast<int>(state.range(1));
+  const int threads = static_cast<int>(state.range(2));
+  const bool parallel = state.range(3) == 1;
+  const uint64_t bucket = 256ull << 20;
+  static std::map<std::pair<int, uint64_t>, std::unique_ptr<StreamShards>> cache;
+  auto& slot = cache[{ranks, mib}];
+  if (!slot) slot = std::make_unique<StreamShards>(ranks, mib);
+  const StreamShards& shards = *slot;
+  const RefitLayout layout(shards.specs);
+  std::vector<std::vector<uint8_t>> images(ranks, std::vector<uint8_t>(shards.rank_bytes));
+  wsb::WorkPool pool(parallel ? threads : 1);
+  wsb::WorkPool* work = parallel ? &pool : nullptr;
+  BufferPool buffers(bucket, static_cast<size_t>((parallel ? 2 : 1) * ranks));
+  std::vector<std::vector<std::vector<uint8_t>>> send_buffers(ranks);
+  if (parallel) {
+    for (auto& b : send_buffers) b.assign(4, std::vector<uint8_t>(bucket));
+  }
+  for (auto _ : state) {
+    InProcTransport transport(ranks, bucket, 2, work);
+    std::vector<std::thread> senders;
+    for (int r = 0; r < ranks; ++r) {
+      senders.emplace_back([&, r] {
+        std::vector<ShardWeight> w;
+        uint64_t at = 0;
+        for (const auto& spec : shards.specs[r]) {
+          w.push_back({spec, {shards.data[r].data() + at, spec.bytes()}});
+          at += spec.bytes();
+        }
+        SendOptions options;
+        options.pack_pool = work;
+        options.buffers = parallel ? &send_buffers[r] : nullptr;
+        stream_shard(r, w, bucket, transport, options);
+      });
+    }
+    {
+      StreamAligner aligner(layout, transport, buffers, parallel ? ReceiveMode::Ahead : ReceiveMode::Inline);
+      RankReceiverGroup group(aligner);
+      std::vector<std::thread> receivers;
+      for (int r = 0; r < ranks; ++r) {
+        receivers.emplace_back([&, r] {
+          while (auto batch = group.next(r)) {
+            for (size_t k = 0; k < batch->weights.size(); ++k) {
+              const uint64_t offset = (batch->first_weight + k) * (64ull << 20);  // every weight but the last is 64 MiB
+              const auto bytes = batch->weights[k].bytes;
+              wsb::parallel_copy(work, std::span<uint8_t>(images[r]).subspan(offset, bytes.size()), bytes);
+            }
+          }
+        });
+      }
+      for (auto& t : receivers) t.join();
+    }
+    for (auto& t : senders) t.join();
+    if (parallel) {
+      for (int r = 0; r < ranks; ++r) {
+        while (send_buffers[r].size() < 4) {
+          auto spare = transport.sender(r).spare_payload();
+          if (spare.capacity() == 0) break;
+          send_buffers[r].push_back(std::move(spare));
+        }
+      }
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (images[r] != shards.data[r]) state.SkipWithError("rank image differs from the shard");
+  }
+  const uint64_t total = shards.rank_bytes * static_cast<uint64_t>(ranks);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * total));
+  static std::map<std::pair<uint64_t, int>, double> floors;
+  auto [it, fresh] = floors.try_emplace({total, threads}, 0.0);
+  if (fresh) it->second = wsb::measure_host_memcpy_gbps(total, threads, 3);
+  state.counters["floor_GBps"] = it->second;
+  state.counters["GBps_per_rank"] = benchmark::Counter(static_cast<double>(shards.rank_bytes) * state.iterations() / 1e9,
+                                                       benchmark::Counter::kIsRate);
+  state.counters["floor_ratio"] = benchmark::Counter(static_cast<double>(total) / (it->second * 1e9) * state.iterations(),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_RefitStream)
+    ->ArgNames({"mib_per_rank", "ranks", "threads", "parallel"})
+    // 1 GiB per rank is enough for a GB/s per rank; larger images only lengthen CI's short run past its limit.
+    ->Args({1024, 1, 2, 0})
+    ->Args({1024, 1, 2, 1})
+    ->Args({1024, 1, 16, 0})
+    ->Args({1024, 1, 16, 1})
+    ->Args({512, 2, 16, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

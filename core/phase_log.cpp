@@ -8,6 +8,7 @@ const char* floor_name(Floor floor) {
     case Floor::HostMemcpy: return "host_memcpy";
     case Floor::DiskRead: return "disk_read";
     case Floor::H2D: return "h2d";
+    case Floor::DiskReadWrite: return "disk_read_write";
   }
   return "";
 }

@@ -11,8 +11,10 @@
 
 namespace wsb {
 
-/// Which measured physical limit a phase is compared with (reports: time / (bytes / floor GB/s)).
-enum class Floor { None, HostMemcpy, DiskRead, H2D };
+/// Which measured physical limit a phase is compared with (reports: time / (bytes / floor GB/s)). DiskReadWrite: the
+/// phase reads its bytes from disk and writes as many back (disk mode's prepare), so its floor time is
+/// bytes / disk read GB/s + bytes / disk write GB/s.
+enum class Floor { None, HostMemcpy, DiskRead, H2D, DiskReadWrite };
 const char* floor_name(Floor floor);
 
 /// One finished phase. Seconds of wall time; bytes moved (0 when not meaningful).

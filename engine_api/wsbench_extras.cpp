@@ -93,7 +93,7 @@ std::vector<PhaseRecord> wire_phases(const json& j, const std::string& section, 
     r.seconds = number_at(p, "seconds", endpoint, path + "[]");
     r.bytes = unsigned_at(p, "bytes", endpoint, path + "[]");
     const std::string floor = p.value("floor", std::string("none"));
-    for (Floor f : {Floor::None, Floor::HostMemcpy, Floor::DiskRead, Floor::H2D}) {
+    for (Floor f : {Floor::None, Floor::HostMemcpy, Floor::DiskRead, Floor::H2D, Floor::DiskReadWrite}) {
       if (floor == floor_name(f)) r.floor = f;
     }
     out.push_back(std::move(r));

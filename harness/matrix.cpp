@@ -18,7 +18,7 @@ namespace wsb {
 namespace {
 
 const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtime",         "engine",
-                                        "tp",       "n",      "seed",    "target",          "publish_versions",
+                                        "tp",       "n",      "seed",    "target",          "publish_versions", "updates",
                                         "encoding", "frame_bytes", "density", "layers", "experts", "prepare_threads", "floor_bytes",
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
                                         "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
@@ -109,6 +109,7 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("seed")) cell.seed = get_field<uint64_t>(j, "seed", where);
   if (j.contains("target")) cell.target = get_field<uint32_t>(j, "target", where);
   if (j.contains("publish_versions")) cell.publish_versions = get_field<uint32_t>(j, "publish_versions", where);
+  if (j.contains("updates")) cell.updates = get_field<uint32_t>(j, "updates", where);
   if (j.contains("encoding")) cell.encoding = get_field<std::string>(j, "encoding", where);
   if (j.contains("frame_bytes")) cell.frame_bytes = get_field<uint64_t>(j, "frame_bytes", where);
   if (j.contains("density")) cell.density = get_field<double>(j, "density", where);
@@ -233,6 +234,11 @@ void validate_combination(const MatrixCell& cell, const std::string& where) {
   if (cell.target < 1 || cell.target > cell.publish_versions) {
     fail(where, fmt::format("field 'target' must be 1..publish_versions ({}), got {}", cell.publish_versions,
                             cell.target));
+  }
+  if (cell.updates < 1 || cell.updates > cell.target) {
+    fail(where, fmt::format("field 'updates' must be 1..target ({}): each update before the measured one advances "
+                            "one version, got {}",
+                            cell.target, cell.updates));
   }
   cell.sync.validate(where);
   if (cell.sync.refit.transport == RefitTransport::CudaIpc && !cell.uses_cuda()) {
@@ -543,6 +549,7 @@ nlohmann::json MatrixCell::to_json() const {
                    {"n", n},           {"seed", seed},       {"target", target},
                    {"publish_versions", publish_versions},   {"encoding", encoding},
                    {"prepare_threads", prepare_threads},     {"floor_bytes", floor_bytes}};
+  if (updates != 1) j["updates"] = updates;
   if (on_checkpoint()) j["checkpoint"] = checkpoint;
   if (!checkpoints.empty()) j["checkpoints"] = checkpoints;
   if (density) j["density"] = *density;

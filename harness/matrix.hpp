@@ -39,6 +39,11 @@ struct MatrixCell {
   int n = 1;                 ///< trials (fresh engines)
   uint64_t seed = 0;
   uint32_t target = 1;       ///< version each trial updates to from v0
+  /// Updates per trial on the same engine: the first updates - 1 go to versions 1, 2, ... one at a time (the
+  /// steady state of an engine that updates again and again: a disk-mode checkpoint already materialized, the
+  /// trainer and images warm), and the last, from updates - 1 to `target`, is the one measured and checked.
+  /// 1..target; 1 measures the first update of a fresh engine.
+  uint32_t updates = 1;
   uint32_t publish_versions = 3;  ///< publications v0..N
   std::string encoding = "xor";  ///< xor | overwrite | auto (cells with `checkpoints`: the smaller per publication)
   /// xor mask bytes per zstd frame of the published deltas; 0 (default) one frame per payload, the

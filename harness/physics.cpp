@@ -47,22 +47,33 @@ double measure_host_memcpy_gbps(uint64_t bytes, int threads, int repeats) {
   return best;
 }
 
-double measure_disk_read_gbps(const std::filesystem::path& dir, uint64_t bytes, bool* cold) {
+DiskFloor measure_disk_floor(const std::filesystem::path& dir, uint64_t bytes) {
   std::filesystem::create_directories(dir);
   const auto path = dir / ".wsbench_disk_floor.bin";
   constexpr size_t kChunk = 4 << 20;
   HostBuffer buffer(kChunk, 4096);
   std::memset(buffer.data(), 0xA5, kChunk);
+  DiskFloor floor;
   int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(ErrorKind::Io, fmt::format("open {}: {}", path.string(), std::strerror(errno)));
-  for (uint64_t done = 0; done < bytes; done += kChunk) {
+  const double w0 = now();
+  uint64_t written = 0;
+  for (; written < bytes; written += kChunk) {
     if (::write(fd, buffer.data(), kChunk) != static_cast<ssize_t>(kChunk)) {
+      const int err = errno;
       ::close(fd);
-      throw Error(ErrorKind::Io, fmt::format("write {}: {}", path.string(), std::strerror(errno)));
+      std::filesystem::remove(path);
+      throw Error(ErrorKind::Io, fmt::format("write {}: {}", path.string(), std::strerror(err)));
     }
   }
-  ::fsync(fd);
-  *cold = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    std::filesystem::remove(path);
+    throw Error(ErrorKind::Io, fmt::format("fsync {}: {}", path.string(), std::strerror(err)));
+  }
+  floor.write_gbps = static_cast<double>(written) / (now() - w0) / 1e9;
+  floor.cold = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
   ::close(fd);
   fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(ErrorKind::Io, fmt::format("open {}: {}", path.string(), std::strerror(errno)));
@@ -76,7 +87,19 @@ double measure_disk_read_gbps(const std::filesystem::path& dir, uint64_t bytes, 
   const double seconds = now() - t0;
   ::close(fd);
   std::filesystem::remove(path);
-  return static_cast<double>(total) / seconds / 1e9;
+  floor.read_gbps = static_cast<double>(total) / seconds / 1e9;
+  return floor;
+}
+
+double measure_disk_read_gbps(const std::filesystem::path& dir, uint64_t bytes, bool* cold) {
+  const DiskFloor floor = measure_disk_floor(dir, bytes);
+  *cold = floor.cold;
+  return floor.read_gbps;
+}
+
+double FloorMeasurement::disk_read_write_gbps() const {
+  if (disk_read_gbps <= 0 || disk_write_gbps <= 0) return 0;
+  return 1.0 / (1.0 / disk_read_gbps + 1.0 / disk_write_gbps);
 }
 
 FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes, int threads) {
@@ -86,7 +109,10 @@ FloorMeasurement measure_floors(const std::filesystem::path& dir, uint64_t bytes
   floors.host_memcpy_gbps = measure_host_memcpy_gbps(bytes, threads);
   floors.disk_read_bytes = align_up(bytes, 4 << 20);  // written and read in whole 4 MiB chunks
   floors.disk_path = dir.string();
-  floors.disk_read_gbps = measure_disk_read_gbps(dir, bytes, &floors.disk_read_cold);
+  const DiskFloor disk = measure_disk_floor(dir, bytes);
+  floors.disk_read_gbps = disk.read_gbps;
+  floors.disk_write_gbps = disk.write_gbps;
+  floors.disk_read_cold = disk.cold;
   return floors;
 }
 
@@ -112,6 +138,10 @@ Floors floors_record(const FloorMeasurement& f) {
   out.extra = {{"host_memcpy_threads", f.host_memcpy_threads}, {"host_memcpy_bytes", f.host_memcpy_bytes},
                {"disk_read_bytes", f.disk_read_bytes},         {"disk_path", f.disk_path},
                {"disk_read_cold", f.disk_read_cold}};
+  if (f.disk_write_gbps > 0) {
+    out.extra["disk_write_gbps"] = f.disk_write_gbps;
+    out.extra["disk_read_write_gbps"] = f.disk_read_write_gbps();
+  }
   if (!f.h2d.empty()) {
     out.h2d_gbps = f.h2d_gbps;
     out.extra["h2d_devices"] = f.h2d_devices;

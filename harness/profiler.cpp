@@ -190,7 +190,7 @@ Cell run_cell(const MatrixCell& cell, const CellRunOptions& options) {
     progress.report(-1, cell.n, "floors");
     floors_stage(cell, options.workdir, out);
 
-    const TrialSetup setup{cell, launch, Store(store_dir).update_dir(0), reference, progress};
+    const TrialSetup setup{cell, launch, Store(store_dir).update_dir(0), reference, progress, options.keep_workdir};
     std::string previous_fp;
     for (int i = 0; i < cell.n; ++i) {
       Trial trial = run_trial(i, setup, previous_fp);

@@ -97,11 +97,11 @@ nlohmann::json timeline_json(const Observed& o, double first_target) {
 }
 
 /// Prepare and commit of `target` while the probe client runs, with the memory sampled during each.
-void update_under_probe(EngineClient& client, uint32_t target, bool devices, const std::function<void(const char*)>& report,
-                        Observed& o) {
+void update_under_probe(EngineClient& client, uint32_t from, uint32_t target, bool devices,
+                        const std::function<void(const char*)>& report, Observed& o) {
   ProbeClient probe(client);
   probe.start();
-  probe.wait_for_version(0, 30.0);
+  probe.wait_for_version(from, 30.0);
   // Memory peaks during prepare and during commit, sampled every 5 ms off the measured threads (devices only on
   // CUDA cells: a first cudaMemGetInfo would create a context on a CPU cell).
   MemorySampler prepare_sampler(o.sample_period, devices);
@@ -213,15 +213,41 @@ void run_trial_body(int index, const TrialSetup& in, std::string& previous_fp, C
   if (!previous_fp.empty()) checks.add(check_fresh_engines_agree(fp0, previous_fp));
   previous_fp = fp0;
   const auto pointers0 = client.storage_pointers();
-  checks.add(check_update_changes_fingerprint(fp0, in.target.fingerprint, cell.density == 0.0));
+
+  // The updates before the measured one (a cell's `updates`), each to the next version: the engine the measured
+  // update meets is one that has updated before.
+  uint32_t from = 0;
+  std::string fp_from = fp0;
+  if (cell.updates > 1) {
+    nlohmann::json earlier = nlohmann::json::array();
+    for (uint32_t v = 1; v < cell.updates; ++v) {
+      report("earlier update");
+      try {
+        const PrepareReport prepared = client.prepare(v);
+        const double t1 = steady_seconds();
+        client.commit(v);
+        earlier.push_back({{"target", v}, {"prepare_s", prepared.seconds}, {"commit_s", steady_seconds() - t1}});
+      } catch (const std::exception& e) {
+        checks.add(check_update_succeeds(fmt::format("earlier update to {} (before the measured one): {}",
+                                                     version_string(v), e.what())));
+        trial.extra["earlier_updates"] = earlier;
+        return;
+      }
+      from = v;
+    }
+    trial.extra["earlier_updates"] = earlier;
+    fp_from = fingerprint(client.generate(probe_request()));
+  }
+  checks.add(check_update_changes_fingerprint(fp_from, in.target.fingerprint, from, cell.density == 0.0));
 
   // The update, timed.
-  update_under_probe(client, target, cell.uses_cuda(), report, o);
+  update_under_probe(client, from, target, cell.uses_cuda(), report, o);
 
   // Verification.
   report("verify");
-  const ProbeTally tally =
-      tally_probes(o.samples, o.window, ProbeExpectation{fp0, target, in.target.fingerprint, cell.accept_mixed_responses});
+  ProbeExpectation expect{fp_from, target, in.target.fingerprint, cell.accept_mixed_responses};
+  expect.from = from;
+  const ProbeTally tally = tally_probes(o.samples, o.window, expect);
   checks.add(check_update_succeeds(o.update_error));
   checks.add(check_probes_exact(tally));
   checks.add(check_generation_during_prepare(o.samples, o.window, o.update_error.empty(), tally.during_prepare));
@@ -280,6 +306,11 @@ Trial run_trial(int index, const TrialSetup& setup, std::string& previous_v0_fin
   trial.status = checks.passed() ? Status::Pass : Status::Fail;
   trial.reason = checks.reason();
   trial.checks = checks.checks();
+  if (!setup.keep_workdir) {
+    // Its engine is gone: the next trial's needs the disk (a disk-mode checkpoint, twice while one replaces another).
+    std::error_code ec;
+    fs::remove_all(setup.launch.options.workdir / fmt::format("trial-{}", index), ec);
+  }
   return trial;
 }
 

@@ -26,6 +26,8 @@ struct TrialSetup {
   std::filesystem::path v0_dir;  ///< FULL v0 in the store: every trial's boot
   Reference target;
   const ProgressFile& progress;
+  /// Keep each trial's workdir (a disk-mode checkpoint is the model's size) after the trial ends.
+  bool keep_workdir = false;
 };
 
 /// Runs trial `index`: boots a fresh engine at v0, updates it to the cell's target while the probe client runs,

@@ -123,14 +123,15 @@ ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWin
     }
     if (s.aborted) ++t.aborted;
     const bool judged = !s.aborted && !mixed;
-    const bool ok = (s.version == 0 && s.fingerprint == fp0) || (s.version == target && s.fingerprint == target_fp);
+    const bool ok =
+        (s.version == expect.from && s.fingerprint == fp0) || (s.version == target && s.fingerprint == target_fp);
     if (judged && !ok) {
       wrong(fmt::format("response at version {} has fingerprint {}", version_string(s.version), s.fingerprint));
     }
     if (w.prepare_end > 0 && s.received > w.prepare_start && s.received < w.prepare_end) ++t.during_prepare;
     if (w.commit_start > 0 && s.received < w.commit_start) {
       ++t.before_commit;
-      if (s.version != 0) wrong("a response before commit reported " + version_string(s.version));
+      if (s.version != expect.from) wrong("a response before commit reported " + version_string(s.version));
     }
     if (w.commit_end > 0 && s.sent > w.commit_end) {
       ++t.after_commit;
@@ -146,13 +147,14 @@ Check check_fresh_engines_agree(const std::string& fp0, const std::string& previ
                     fmt::format("v0 fingerprint {} vs previous trial {}", fp0, previous));
 }
 
-Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, bool identity) {
+Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, uint32_t from,
+                                       bool identity) {
   if (identity) {
     return make_check(check_names::kIdentityKeepsFingerprint, fp0 == target_fp,
-                      fmt::format("identity update (density 0): v0 {} vs target {}", fp0, target_fp));
+                      fmt::format("identity update (density 0): v{} {} vs target {}", from, fp0, target_fp));
   }
   return make_check(check_names::kUpdateChangesFingerprint, fp0 != target_fp,
-                    fmt::format("v0 {} vs target {}", fp0, target_fp));
+                    fmt::format("v{} {} vs target {}", from, fp0, target_fp));
 }
 
 Check check_update_succeeds(const std::string& error) {

@@ -66,14 +66,15 @@ struct ProbeTally {
 
 /// What the cell allows of its probe responses.
 struct ProbeExpectation {
-  std::string fp0;        ///< the v0 fingerprint
+  std::string fp0;        ///< the fingerprint of `from` (v0 unless the cell updates more than once)
   uint32_t target = 0;
   std::string target_fp;  ///< the target's fingerprint (a fresh native load's)
   /// A response whose tokens span two versions is counted (mixed) but not wrong; its fingerprint is not judged.
   bool accept_mixed = false;
+  uint32_t from = 0;  ///< the version served before the update (a cell's earlier updates went to it)
 };
 
-/// Judges every response: it must carry v0 with `fp0` or `target` with `target_fp`, v0 before the commit and the
+/// Judges every response: it must carry `from` with `fp0` or `target` with `target_fp`, `from` before the commit and the
 /// target after it. A response whose token versions differ (in_place) is wrong unless the cell accepts mixed
 /// responses; an aborted one is counted and its (partial) fingerprint not judged.
 ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWindow& window,
@@ -81,10 +82,11 @@ ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWin
 
 /// fresh_engines_agree: this trial's v0 fingerprint equals the previous trial's.
 Check check_fresh_engines_agree(const std::string& fp0, const std::string& previous);
-/// update_changes_fingerprint: v0 and the target answer the probe differently (else the probes prove nothing).
-/// With `identity` (the cell publishes density-0 deltas, which change no value) it is identity_keeps_fingerprint
-/// instead: both answer the probe the same.
-Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, bool identity = false);
+/// update_changes_fingerprint: `from` (v0 by default) and the target answer the probe differently (else the probes
+/// prove nothing). With `identity` (the cell publishes density-0 deltas, which change no value) it is
+/// identity_keeps_fingerprint instead: both answer the probe the same.
+Check check_update_changes_fingerprint(const std::string& fp0, const std::string& target_fp, uint32_t from = 0,
+                                       bool identity = false);
 /// update_succeeds: prepare and commit returned (`error` is what they threw, empty if nothing).
 Check check_update_succeeds(const std::string& error);
 /// probes_exact: no response failed or was wrong (tally_probes).

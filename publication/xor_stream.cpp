@@ -21,18 +21,6 @@ struct DStreamFree {
   void operator()(ZSTD_DStream* s) const { ZSTD_freeDStream(s); }
 };
 
-void xor_into(uint8_t* out, const uint8_t* mask, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {  // word at a time; memcpy keeps it alignment- and aliasing-safe
-    uint64_t a, b;
-    std::memcpy(&a, out + i, 8);
-    std::memcpy(&b, mask + i, 8);
-    a ^= b;
-    std::memcpy(out + i, &a, 8);
-  }
-  for (; i < n; ++i) out[i] ^= mask[i];
-}
-
 /// The decoder's output chunk, one per thread and reused across the thousands of tensors an update applies: no
 /// allocation and zero-fill per tensor (and, under ASan, whose allocator maps every block above 128 KiB afresh,
 /// no 64 page faults per tensor). Re-entry from a progress callback is harmless: the chunk's bytes are xored into
@@ -79,6 +67,18 @@ size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, siz
 }
 
 }  // namespace
+
+void xor_into(uint8_t* out, const uint8_t* mask, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {  // word at a time; memcpy keeps it alignment- and aliasing-safe
+    uint64_t a, b;
+    std::memcpy(&a, out + i, 8);
+    std::memcpy(&b, mask + i, 8);
+    a ^= b;
+    std::memcpy(out + i, &a, 8);
+  }
+  for (; i < n; ++i) out[i] ^= mask[i];
+}
 
 void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data, const std::string& tensor) {
   apply_xor_payload(payload, data, tensor, XorProgress{});

@@ -12,6 +12,9 @@
 
 namespace wsb {
 
+/// out[i] ^= mask[i] for i < n (bytes), a 64-bit word at a time: the xor of every streamed apply.
+void xor_into(uint8_t* out, const uint8_t* mask, size_t n);
+
 /// data ^= decompress(payload), with the framing rules of decode_delta (exactly one frame, declared content size
 /// == data.size(), nothing after the frame). On any error `data` is restored before Error(Format) naming the
 /// tensor is thrown. Applying the same payload twice restores the original bytes.

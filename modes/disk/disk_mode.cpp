@@ -6,12 +6,13 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <set>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "core/checksum.hpp"
 #include "core/errors.hpp"
 #include "publication/publication.hpp"
+#include "modes/disk/disk_materialize.hpp"
 #include "modes/sync/checkpoint_files.hpp"
 #include "modes/sync/delta_fold.hpp"
 
@@ -93,77 +94,92 @@ bool DiskMode::state_matches(const DiskLineageState& state, const Store& store) 
   }
 }
 
-void DiskMode::on_native_load(const CheckpointReader&, uint32_t, PhaseLog&) {
-  // Nothing to keep in memory: the mutable checkpoint is seeded lazily by the first prepare.
+void DiskMode::on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog&) {
+  // The checkpoint just loaded holds `version`: the first prepare can fold from it directly instead of seeding
+  // from a FULL publication and replaying the lineage (its final checksums prove it was what it claimed).
+  native_.emplace(fs::absolute(checkpoint.dir()).lexically_normal(), version);
 }
 
-void DiskMode::reseed(const Store& store, uint32_t full_version, PhaseLog& log) {
-  ScopedPhase phase(log, "prepare.seed", Floor::DiskRead);
-  Publication full(store, full_version);
-  clear_state();
+std::optional<DiskBase> DiskMode::newest_full(const Store& store, uint32_t target) const {
+  std::optional<DiskBase> full;
+  for (uint32_t v : store.versions()) {
+    if (v <= target && Publication(store, v).is_full()) {
+      full = DiskBase{DiskBase::Kind::Full, store.update_dir(v), v, v};
+    }
+  }
+  return full;
+}
+
+UpdatePlan DiskMode::plan_from(const Store& store, const DiskBase& base, uint32_t target) const {
+  UpdatePlan plan;
+  plan.from = plan.to = target;
+  if (base.version < target) {
+    plan = plan_update(store, base.version, target);
+    check_plan_covers(plan, canonical_);
+  }
+  return plan;
+}
+
+namespace {
+
+fs::path next_dir(const fs::path& checkpoint) { return checkpoint.string() + ".next"; }
+fs::path old_dir(const fs::path& checkpoint) { return checkpoint.string() + ".old"; }
+
+std::string origin_of(const DiskBase& base) {
+  return base.kind == DiskBase::Kind::Full ? fmt::format("publication {}", version_string(base.version))
+                                           : base.dir.string();
+}
+
+}  // namespace
+
+void DiskMode::materialize(const Store& store, const DiskBase& base, const UpdatePlan& plan, uint32_t target,
+                           PhaseLog& log) {
+  const fs::path next = next_dir(checkpoint_dir());
   std::error_code ec;
-  fs::remove_all(checkpoint_dir(), ec);
-  fs::create_directories(checkpoint_dir());
-  std::set<std::string> files{kIndexFileName};
-  for (const auto& [tensor, shard] : read_checkpoint_index(full.dir() / kIndexFileName).weight_map) files.insert(shard);
-  for (const auto& file : files) {
-    fs::create_directories((checkpoint_dir() / file).parent_path());
-    phase.add_bytes(copy_file_all(full.dir() / file, checkpoint_dir() / file));
+  fs::remove_all(next, ec);  // a crashed prepare's leftovers: never trusted, never reused
+  std::unique_ptr<Publication> full;
+  const Publication* checksums = plan.steps.empty() ? nullptr : plan.steps.back().get();
+  if (checksums == nullptr) {
+    full = std::make_unique<Publication>(store, base.version);  // only a FULL base is ever at the target already
+    checksums = full.get();
   }
-  // Verify the seed as copied, tensor by tensor, against the FULL publication's checksums.
-  CheckpointReader seeded(checkpoint_dir());
-  for (const auto& spec : canonical_) {
-    expect_tensor(seeded, spec, fmt::format("publication {}", version_string(full_version)));
-    const std::string actual = xxh3_128_hex(seeded.data(spec.name));
-    seeded.release(spec.name);  // verified: its pages need not stay in this process (bounded RSS)
-    if (actual != full.expected_checksum(spec.name)) {
-      throw Error(ErrorKind::Checksum, fmt::format("publication {}: tensor '{}' xxh3-128 {} != {}",
-                                                   version_string(full_version), spec.name, actual,
-                                                   full.expected_checksum(spec.name)));
-    }
+  MaterializeJob job{.base = base.dir,
+                     .base_origin = origin_of(base),
+                     .plan = &plan,
+                     .target = checksums,
+                     .version = target,
+                     .out = next,
+                     .threads = context_.threads,
+                     .drop_base_cache = base.kind == DiskBase::Kind::Local,
+                     .fault_hook = context_.fault_hook};
+  try {
+    ScopedPhase phase(log, "prepare.materialize", Floor::DiskReadWrite);
+    phase.add_bytes(materialize_checkpoint(job, canonical_).tensor_bytes);
+  } catch (...) {
+    fs::remove_all(next, ec);
+    throw;
   }
-  for (const auto& file : files) fsync_path(checkpoint_dir() / file, false);
-  write_state(DiskLineageState{full_version, full_version, fs::absolute(store.root()).lexically_normal().string(),
-                               publication_digest(full)});
 }
 
-void DiskMode::apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const Store& store, PhaseLog& log) {
-  clear_state();  // from here until write_state the checkpoint is unverified (crash => reseed)
-  std::set<fs::path> touched;
-  {
-    ScopedPhase phase(log, "prepare.apply_verify_write", Floor::DiskRead);
-    CheckpointReader local(checkpoint_dir());
-    std::vector<uint8_t> heap;  // only for a canonical tensor larger than a staging buffer (a sharded one)
-    for (size_t t = 0; t < canonical_.size(); ++t) {
-      const TensorSpec& spec = canonical_[t];
-      const auto& entry = expect_tensor(local, spec, checkpoint_dir().string());
-      auto current = local.data(spec.name);
-      // The commit staging is idle during prepare (the state machine never overlaps them): folding in it adds no
-      // host memory of its own, which keeps the mode within its bounded staging.
-      std::span<uint8_t> buffer;
-      if (current.size() <= staging_bytes_) {
-        buffer = staging_[0].span().subspan(0, current.size());
-      } else {
-        heap.resize(current.size());
-        buffer = heap;
-      }
-      std::copy(current.begin(), current.end(), buffer.begin());
-      local.release(spec.name);  // the buffer holds it now
-      fold_tensor(plan, spec, buffer, nullptr);
-      const auto& shard = local.shard_of(spec.name);
-      Fd fd(shard.path(), O_WRONLY);
-      pwrite_all(fd.get(), buffer, shard.data_start() + entry.begin, shard.path());
-      touched.insert(shard.path());
-      phase.add_bytes(buffer.size());
-      fault_point(context_.fault_hook, {FaultPoint::DiskCheckpointWrite, 0, t, spec.name});
-    }
+void DiskMode::swap_in(const Store& store, const DiskBase& base, const UpdatePlan& plan, uint32_t target,
+                       PhaseLog& log) {
+  ScopedPhase phase(log, "prepare.swap");
+  const fs::path checkpoint = checkpoint_dir();
+  const fs::path old = old_dir(checkpoint);
+  std::error_code ec;
+  fs::remove_all(old, ec);
+  if (fs::exists(checkpoint)) {
+    clear_state();  // from here until write_state no checkpoint is vouched for (a crash => reseed)
+    fs::rename(checkpoint, old);
   }
-  {
-    ScopedPhase phase(log, "prepare.fsync");
-    for (const auto& path : touched) fsync_path(path, true);
-  }
-  write_state(DiskLineageState{plan.to, seeded_from, fs::absolute(store.root()).lexically_normal().string(),
-                               publication_digest(*plan.steps.back())});
+  fault_point(context_.fault_hook, {FaultPoint::DiskCheckpointSwap, 0, 0, checkpoint.string()});
+  fs::rename(next_dir(checkpoint), checkpoint);
+  fsync_path(context_.workdir, false);
+  const std::string digest =
+      plan.steps.empty() ? publication_digest(Publication(store, target)) : publication_digest(*plan.steps.back());
+  write_state(DiskLineageState{target, base.seeded_from, fs::absolute(store.root()).lexically_normal().string(),
+                               digest});
+  fs::remove_all(old, ec);
 }
 
 void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
@@ -173,10 +189,11 @@ void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
   if (state && !state_matches(*state, store)) state.reset();  // another store, or the version was re-published
   if (state && state->version == target) {
     prepared_ = target;  // already materialized and verified from this very publication
+    last_base_.reset();
     return;
   }
-  std::optional<uint32_t> base;
-  if (state && state->version < target) base = state->version;
+  DiskBase base;
+  std::optional<DiskBase> fallback;  // the FULL seed, should a native checkpoint not be what it claims
   UpdatePlan plan;
   {
     ScopedPhase phase(log, "prepare.plan");
@@ -184,26 +201,48 @@ void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
       throw Error(ErrorKind::Missing,
                   fmt::format("version {} not published in {}", version_string(target), store.root().string()));
     }
-    if (!base) {
-      // Seed from the newest FULL publication at or before the target.
-      for (uint32_t v : store.versions()) {
-        if (v <= target && Publication(store, v).is_full()) base = v;
-      }
-      if (!base) {
-        throw Error(ErrorKind::Missing, fmt::format("no FULL publication at or before {} in {}", version_string(target),
-                                                    store.root().string()));
+    // The newest base wins (fewest deltas to fold); on a tie the mode's own checkpoint, which its state vouches
+    // for, then the store's FULL, then the natively loaded checkpoint.
+    std::optional<DiskBase> best = newest_full(store, target);
+    if (native_ && native_->second < target) {
+      std::error_code ec;
+      const fs::path published = store.update_dir(native_->second);
+      const bool is_publication = store.has(native_->second) && fs::equivalent(native_->first, published, ec);
+      if (!is_publication && (!best || native_->second > best->version)) {
+        fallback = best;
+        best = DiskBase{DiskBase::Kind::Native, native_->first, native_->second, native_->second};
       }
     }
-    if (*base < target) {
-      plan = plan_update(store, *base, target);
-      check_plan_covers(plan, canonical_);
+    if (state && state->version < target && (!best || state->version >= best->version)) {
+      best = DiskBase{DiskBase::Kind::Local, checkpoint_dir(), state->version, state->seeded_from};
+      fallback.reset();
     }
+    if (!best) {
+      throw Error(ErrorKind::Missing, fmt::format("no FULL publication at or before {} in {}", version_string(target),
+                                                  store.root().string()));
+    }
+    base = *best;
+    plan = plan_from(store, base, target);
   }
-  prepared_.reset();  // everything checkable without mutation passed: the checkpoint now changes
-  const bool reuse = state && state->version == *base;
-  const uint32_t seeded_from = reuse ? state->seeded_from : *base;
-  if (!reuse) reseed(store, *base, log);
-  if (*base < target) apply_plan(plan, seeded_from, store, log);
+  prepared_.reset();  // everything checkable without mutation passed: what was prepared is superseded
+  try {
+    materialize(store, base, plan, target, log);
+  } catch (const Error& e) {
+    // A native checkpoint that is not the store's version (or is gone) is no base; the FULL seed still is. A full
+    // disk or an I/O fault would fail the seed the same way.
+    if (!fallback || e.kind() == ErrorKind::Resource || e.kind() == ErrorKind::Io) throw;
+    UpdatePlan seed_plan;
+    try {
+      seed_plan = plan_from(store, *fallback, target);
+    } catch (const Error&) {
+      throw e;  // the store cannot replay the lineage from its FULL: the native checkpoint's error is the one to see
+    }
+    base = *fallback;
+    plan = std::move(seed_plan);
+    materialize(store, base, plan, target, log);
+  }
+  swap_in(store, base, plan, target, log);
+  last_base_ = base;
   prepared_ = target;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
-// disk mode (docs/design.md): prepare materializes a complete, verified, mutable checkpoint on local disk (seeded from
-// the newest FULL publication or the previously applied version, deltas folded tensor by tensor, each target
-// checksum verified, written, fsynced; lineage state cleared before mutation and written after). Commit is a
-// complete native reload from that directory into the same storages, with one storage of staging memory.
+// disk mode (docs/design.md): prepare materializes a complete, verified, mutable checkpoint on local disk in one
+// streaming pass (disk_materialize.hpp) over a base: the previously materialized version, the checkpoint the engine
+// was natively loaded from, or the newest FULL publication, whichever is newest. The target is written into a new
+// directory beside the verified one and renamed into place once complete and fsynced; the lineage state is cleared
+// before that swap and written after it. Commit is a complete native reload from that directory into the same
+// storages, with one storage of staging memory.
 #include <optional>
 
 #include "publication/publication.hpp"
@@ -19,6 +21,19 @@ struct DiskLineageState {
   uint32_t seeded_from = 0;
   std::string store;   ///< absolute store root
   std::string digest;  ///< publication_digest of `version`'s publication
+};
+
+/// Where a prepare read the base version from.
+struct DiskBase {
+  enum class Kind {
+    Local,   ///< the mode's own verified checkpoint (its state file vouches for it)
+    Native,  ///< the checkpoint the engine was natively loaded from (outside the store)
+    Full,    ///< a FULL publication of the store
+  };
+  Kind kind = Kind::Full;
+  std::filesystem::path dir;
+  uint32_t version = 0;
+  uint32_t seeded_from = 0;  ///< recorded in the state the prepare writes
 };
 
 /// xxh3-128 hex over the publication's sorted "tensor\tchecksum\n" lines: identifies its target bytes.
@@ -41,18 +56,30 @@ class DiskMode final : public SyncMode {
   std::filesystem::path checkpoint_dir() const;
   /// nullopt when the state file is absent (unverified checkpoint).
   std::optional<DiskLineageState> read_state() const;
+  /// The base the last successful materialization read (nullopt before one, and after an idempotent prepare).
+  const std::optional<DiskBase>& last_base() const { return last_base_; }
 
  private:
   void clear_state() const;
   void write_state(const DiskLineageState& state) const;
-  void reseed(const Store& store, uint32_t full_version, PhaseLog& log);
-  void apply_plan(const UpdatePlan& plan, uint32_t seeded_from, const Store& store, PhaseLog& log);
   /// True when `state` was written from `store`'s current publication of state.version.
   bool state_matches(const DiskLineageState& state, const Store& store) const;
+  /// The newest FULL publication at or before `target`, as a base; nullopt when there is none.
+  std::optional<DiskBase> newest_full(const Store& store, uint32_t target) const;
+  /// Plans base -> target (an empty plan when they are equal) and checks it covers the model.
+  UpdatePlan plan_from(const Store& store, const DiskBase& base, uint32_t target) const;
+  /// One pass from `base` into workdir/checkpoint.next (phase prepare.materialize). Removes that directory when it
+  /// throws.
+  void materialize(const Store& store, const DiskBase& base, const UpdatePlan& plan, uint32_t target, PhaseLog& log);
+  /// Moves checkpoint.next into place (state cleared before, written after: phase prepare.swap).
+  void swap_in(const Store& store, const DiskBase& base, const UpdatePlan& plan, uint32_t target, PhaseLog& log);
 
   SyncContext context_;
   std::vector<TensorSpec> canonical_;
   std::optional<uint32_t> prepared_;
+  /// The engine's native load: the checkpoint it serves from until the first commit, a base for the first prepare.
+  std::optional<std::pair<std::filesystem::path, uint32_t>> native_;
+  std::optional<DiskBase> last_base_;
   uint64_t staging_bytes_ = 0;
   HostBuffer staging_[2];  ///< commit's double-buffered staging (pinned on CUDA)
 };

@@ -16,8 +16,15 @@
 #include "modes/refit/rank_shards.hpp"
 #include "modes/sync/host_buffer.hpp"
 #include "modes/sync/rank_image.hpp"
+#include "modes/sync/work_pool.hpp"
 
 namespace wsb::refit {
+
+/// One weight of an aligned batch as a rank received it: its index (canonical order) and this rank's bytes of it.
+struct ArrivedWeight {
+  size_t index = 0;
+  std::span<const uint8_t> bytes;
+};
 
 class RankApplier {
  public:
@@ -33,6 +40,10 @@ class RankApplier {
   /// the byte count differs from the shard's, Error(State) for a weight delivered twice in one refit or outside
   /// begin()/finish(), plus load_storage's errors for a completed transform storage (all "refit: rank R: ...").
   void apply(size_t index, std::span<const uint8_t> bytes);
+  /// apply() for every weight of one batch, the byte copies (placements and stash copies) split into pieces of at
+  /// least `min_piece` bytes (piece_bytes) across `pool` (may be null) and the transform storages the batch
+  /// completes loaded in parallel. Same checks and errors as apply(), every weight checked before any byte is copied.
+  void apply_batch(std::span<const ArrivedWeight> weights, WorkPool* pool, uint64_t min_piece = uint64_t{1} << 20);
   /// Ends the refit. Throws Error(Missing, "refit: rank R: storage 'S' did not receive weight 'W'") when a storage
   /// still lacks a weight.
   void finish();
@@ -59,6 +70,9 @@ class RankApplier {
     bool arrived = false;
   };
   void load_from_stash(size_t storage);
+  /// Weight bytes [from, to) of `t`'s run into the image: place_run_range, or one streaming copy when the run is
+  /// contiguous.
+  void place_piece(const Target& t, std::span<const uint8_t> bytes, uint64_t from, uint64_t to);
 
   int rank_;
   const std::vector<ShardSlice>& shards_;

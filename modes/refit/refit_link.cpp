@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
 #include "modes/refit/cuda_ipc_transport.hpp"
@@ -30,11 +31,11 @@ std::exception_ptr failure_of(Fn&& end) noexcept {
 /// Sender threads in this process.
 class InProcLink final : public RefitLink {
  public:
-  explicit InProcLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes) {
+  explicit InProcLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes, 2, s.pool) {
     for (int r = 0; r < s.ranks; ++r) {
-      threads_.emplace_back([this, send = s.send, r] {
+      threads_.emplace_back([this, send = s.send, pool = s.pool, r] {
         try {
-          send(r, transport_);
+          send(r, transport_, pool);
         } catch (...) {
           // stream_shard failed the channel: the receiver raises it.
         }
@@ -68,8 +69,13 @@ class ShmLink final : public RefitLink {
   explicit ShmLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes) {
     // Read only in the forked child: its senders stop when this process (their receiver) is gone.
     transport_.set_receiver_alive([parent = getpid()] { return getppid() == parent; });
-    process_ = std::make_unique<SenderProcess>(s.ranks, [this, send = s.send](int r) { send(r, transport_); });
+    process_ = std::make_unique<SenderProcess>(s.ranks, [this, send = s.send, threads = s.pack_threads](int r) {
+      // In the forked child: its packing pool is its own (the engine's pool threads do not cross a fork).
+      std::call_once(child_pool_once_, [&] { child_pool_ = std::make_unique<WorkPool>(threads); });
+      send(r, transport_, child_pool_.get());
+    });
     transport_.set_sender_alive([process = process_.get()] { return process->alive(); });
+    transport_.set_receive_copy_pool(s.pool);
   }
   Transport& transport() override { return transport_; }
   std::exception_ptr finish() noexcept override {
@@ -79,6 +85,8 @@ class ShmLink final : public RefitLink {
 
  private:
   ShmTransport transport_;
+  std::once_flag child_pool_once_;
+  std::unique_ptr<WorkPool> child_pool_;  // set in the forked child only
   std::unique_ptr<SenderProcess> process_;
 };
 
@@ -88,7 +96,7 @@ class CudaIpcLink final : public RefitLink {
   explicit CudaIpcLink(const LinkSetup& s) : control_(s.ranks, kCudaIpcControlBytes) {
     const CudaIpcGpus gpus{.rank_devices = s.rank_devices, .base_gpu_id = s.base_gpu_id};
     senders_ = std::make_unique<CudaIpcSenders>(sender_executable(s.sender_exe), s.ipc->kind(), *s.trainer, control_,
-                                                s.bucket_bytes, gpus);
+                                                s.bucket_bytes, gpus, s.pack_threads);
     control_.set_sender_alive([senders = senders_.get()] { return senders->alive(); });
     transport_ = std::make_unique<CudaIpcTransport>(control_, s.bucket_bytes, *s.ipc, gpus);
   }

@@ -15,6 +15,7 @@
 #include "modes/refit/device_ipc.hpp"
 #include "modes/refit/trainer_sim.hpp"
 #include "modes/refit/transport.hpp"
+#include "modes/sync/work_pool.hpp"
 
 namespace wsb::refit {
 
@@ -23,8 +24,13 @@ struct LinkSetup {
   RefitTransport transport = RefitTransport::Inproc;
   int ranks = 1;
   uint64_t bucket_bytes = 0;
-  /// inproc / shm: runs sender rank r (stream_shard over the link's transport); called on the sender side.
-  std::function<void(int rank, Transport& transport)> send;
+  /// inproc / shm: runs sender rank r (stream_shard over the link's transport, packing across `pack_pool`, which
+  /// lives in the process the call runs in); called on the sender side.
+  std::function<void(int rank, Transport& transport, WorkPool* pack_pool)> send;
+  /// This process's pool: the receive copies of inproc and shm, and inproc's packing. May be null.
+  WorkPool* pool = nullptr;
+  /// Threads of the packing pool a sender process (shm's forked child, cuda-ipc's `wsbench refit-sender`) starts.
+  int pack_threads = 1;
   // cuda-ipc only:
   const TrainerSim* trainer = nullptr;  ///< built with HostMemory::Shared
   const DeviceIpc* ipc = nullptr;

@@ -19,6 +19,8 @@
 namespace wsb::refit {
 namespace {
 
+constexpr size_t kInprocSendBuffers = 4;
+
 const SyncContext& checked(const SyncContext& context) {
   if (context.sync.refit.transport == RefitTransport::CudaIpc &&
       (context.device_ipc == nullptr || context.rank_devices.size() != context.layouts.size())) {
@@ -76,12 +78,21 @@ class FirstError {
 
 RefitMode::RefitMode(SyncContext context)
     : context_(std::move(checked(context))),
+      work_(std::make_unique<WorkPool>(context_.threads)),
       shards_(plan_rank_shards(context_.profile.canonical_tensors(), context_.layouts)),
       layout_(refit_layout(shards_)),
       trainer_(context_.profile, shards_, trainer_memory(context_)),
       bucket_bytes_(check_bucket_fits(refit_bucket_bytes(context_.sync.refit.bucket_bytes, shards_), shards_)),
-      pool_(bucket_bytes_, shards_.size(), std::nullopt,
+      pool_(bucket_bytes_, 2 * shards_.size(), std::nullopt,
             context_.sync.refit.transport == RefitTransport::CudaIpc ? context_.pinner : nullptr) {
+  if (context_.sync.refit.transport == RefitTransport::Inproc) {
+    // As many as can be in flight per rank: one being packed, a full queue (2), one being received.
+    send_buffers_.resize(shards_.size());
+    for (auto& buffers : send_buffers_) {
+      buffers.resize(kInprocSendBuffers);
+      for (auto& b : buffers) b.resize(bucket_bytes_);  // zero-filled: every page faulted in now, not in a refit
+    }
+  }
   const auto index = [this](const std::string& name) {
     const auto i = trainer_.image().index_of(name);
     if (!i) throw Error(ErrorKind::Missing, fmt::format("refit mode: no tensor '{}'", name));
@@ -117,11 +128,23 @@ void RefitMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
 void RefitMode::stream(PhaseLog& log) {
   ScopedPhase phase(log, "prepare.stream", Floor::HostMemcpy);
   const int ranks = static_cast<int>(shards_.size());
-  LinkSetup setup{.transport = context_.sync.refit.transport,
+  const RefitTransport kind = context_.sync.refit.transport;
+  LinkSetup setup{.transport = kind,
                   .ranks = ranks,
                   .bucket_bytes = bucket_bytes_,
                   // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded here.
-                  .send = [this](int r, Transport& t) { stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, t); },
+                  .send =
+                      [this, kind](int r, Transport& t, WorkPool* pack_pool) {
+                        SendOptions options;
+                        options.pack_pool = pack_pool;
+                        // In a forked child the buffers would be copy-on-write pages: only threads of this process
+                        // pack into them.
+                        if (kind == RefitTransport::Inproc) options.buffers = &send_buffers_[static_cast<size_t>(r)];
+                        options.send_ahead = kind != RefitTransport::Inproc;  // send() copies into a slot there
+                        stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, t, options);
+                      },
+                  .pool = work_.get(),
+                  .pack_threads = context_.threads,
                   .trainer = &trainer_,
                   .ipc = context_.device_ipc,
                   .rank_devices = context_.rank_devices,
@@ -129,38 +152,57 @@ void RefitMode::stream(PhaseLog& log) {
                   .sender_exe = context_.refit_sender_exe};
   std::unique_ptr<RefitLink> link = open_link(setup);
   Transport& transport = link->transport();
-  StreamAligner aligner(layout_, transport, pool_);
-  RankReceiverGroup group(aligner);
   FirstError first;
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      RankApplier& applier = *appliers_[static_cast<size_t>(r)];
-      try {
-        applier.begin(images_[static_cast<size_t>(r)]);
-        while (auto batch = group.next(r)) {
-          for (size_t k = 0; k < batch->weights.size(); ++k) {
-            applier.apply(batch->first_weight + k, batch->weights[k].bytes);
+  uint64_t bytes = 0;
+  {
+    // Each rank receives on a thread of its own, one transport batch ahead of the batch its rank thread applies.
+    StreamAligner aligner(layout_, transport, pool_, ReceiveMode::Ahead);
+    RankReceiverGroup group(aligner);
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      threads.emplace_back([&, r] {
+        RankApplier& applier = *appliers_[static_cast<size_t>(r)];
+        std::vector<ArrivedWeight> arrived;
+        try {
+          applier.begin(images_[static_cast<size_t>(r)]);
+          while (auto batch = group.next(r)) {
+            arrived.clear();
+            for (size_t k = 0; k < batch->weights.size(); ++k) {
+              arrived.push_back(ArrivedWeight{batch->first_weight + k, batch->weights[k].bytes});
+            }
+            applier.apply_batch(arrived, work_.get());
           }
+          applier.finish();
+        } catch (const Error& e) {
+          first.record(std::current_exception());
+          group.abort(r, e.kind(), e.what());
+          transport.receiver(r).cancel(e.what());
+        } catch (const std::exception& e) {
+          first.record(std::current_exception());
+          group.abort(r, ErrorKind::Fatal, e.what());
+          transport.receiver(r).cancel(e.what());
         }
-        applier.finish();
-      } catch (const Error& e) {
-        first.record(std::current_exception());
-        group.abort(r, e.kind(), e.what());
-        transport.receiver(r).cancel(e.what());
-      } catch (const std::exception& e) {
-        first.record(std::current_exception());
-        group.abort(r, ErrorKind::Fatal, e.what());
-        transport.receiver(r).cancel(e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+      });
+    }
+    for (auto& t : threads) t.join();
+    last_batches_ = aligner.batches_delivered();
+    bytes = aligner.bytes_delivered();
+  }  // the receive threads have stopped: the link may wind its transport down
   if (auto sender_failure = link->finish()) first.add_sender_failure(sender_failure);
+  if (kind == RefitTransport::Inproc) {
+    // The buffers the senders packed into are the transport's spares now: keep them for the next refit.
+    for (int r = 0; r < ranks; ++r) {
+      auto& buffers = send_buffers_[static_cast<size_t>(r)];
+      while (buffers.size() < kInprocSendBuffers) {
+        std::vector<uint8_t> spare = transport.sender(r).spare_payload();
+        if (spare.capacity() == 0) break;
+        buffers.push_back(std::move(spare));
+      }
+    }
+  }
   first.rethrow();
-  last_batches_ = aligner.batches_delivered();
-  phase.add_bytes(aligner.bytes_delivered());
+  phase.add_bytes(bytes);
 }
 
 void RefitMode::preflight(uint32_t target) const {
@@ -178,6 +220,9 @@ ModeMemory RefitMode::memory() const {
   m.canonical_bytes = trainer_.image_bytes();
   for (const auto& image : images_) m.rank_image_bytes += image.bytes();
   m.staging_bytes = trainer_.shard_bytes() + pool_.buffer_bytes() * pool_.count();
+  for (const auto& buffers : send_buffers_) {
+    for (const auto& b : buffers) m.staging_bytes += b.capacity();
+  }
   for (const auto& a : appliers_) m.staging_bytes += a->stash_bytes();
   return m;
 }

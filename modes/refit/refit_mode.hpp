@@ -20,6 +20,7 @@
 #include "modes/refit/transport.hpp"
 #include "modes/sync/rank_image.hpp"
 #include "modes/sync/sync_mode.hpp"
+#include "modes/sync/work_pool.hpp"
 
 namespace wsb::refit {
 
@@ -60,11 +61,16 @@ class RefitMode final : public SyncMode {
   void stream(PhaseLog& log);
 
   SyncContext context_;
+  /// The prepare's worker threads: receive copies, placements, and the in-process senders' packing.
+  std::unique_ptr<WorkPool> work_;
   RankShards shards_;
   RefitLayout layout_;
   TrainerSim trainer_;
   uint64_t bucket_bytes_ = 0;
-  BufferPool pool_;
+  BufferPool pool_;  ///< two receive buffers per rank: one received into while the other is applied
+  /// inproc: each sender rank's bucket buffers, allocated and faulted in once (a trainer's send buffers), so a
+  /// refit's stream allocates none.
+  std::vector<std::vector<std::vector<uint8_t>>> send_buffers_;
   std::vector<RankImage> images_;
   std::vector<std::unique_ptr<RankApplier>> appliers_;
   std::optional<uint32_t> images_version_;

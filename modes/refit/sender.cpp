@@ -1,8 +1,13 @@
 #include "modes/refit/sender.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -82,27 +87,123 @@ uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards) {
   return std::max(64 * kMiB, align_up(largest, kMiB));
 }
 
-void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_size_bytes, Transport& transport) {
+void pack_bucket(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, std::vector<uint8_t>& payload,
+                 WorkPool* pool, uint64_t min_piece) {
+  const uint64_t size = entries.empty() ? 0 : entries.back().offset + entries.back().bytes;
+  payload.resize(size);
+  // Each piece fills bucket bytes [lo, hi): the parts of the entries inside it and the gaps between them, so
+  // pieces never share a byte and every byte of the payload is written once.
+  const auto fill = [&](uint64_t lo, uint64_t hi) {
+    auto k = static_cast<size_t>(std::upper_bound(entries.begin(), entries.end(), lo,
+                                                  [](uint64_t at, const WireEntry& e) { return at < e.offset + e.bytes; }) -
+                                 entries.begin());
+    uint64_t cursor = lo;
+    for (; k < entries.size() && entries[k].offset < hi; ++k) {
+      const WireEntry& e = entries[k];
+      const uint64_t from = std::max(lo, e.offset), to = std::min(hi, e.offset + e.bytes);
+      if (from > cursor) std::memset(payload.data() + cursor, 0, from - cursor);
+      if (to > from) copy_streaming(payload.data() + from, weights[k].bytes.data() + (from - e.offset), to - from);
+      cursor = std::max(cursor, to);
+    }
+    if (hi > cursor) std::memset(payload.data() + cursor, 0, hi - cursor);
+  };
+  if (pool == nullptr || size == 0) {
+    fill(0, size);
+    return;
+  }
+  const uint64_t piece = piece_bytes(size, pool->threads(), min_piece);
+  pool->run((size + piece - 1) / piece, [&](size_t i) { fill(i * piece, std::min(size, (i + 1) * piece)); });
+}
+
+namespace {
+
+/// Sends the buckets handed to it on a thread of its own, one at a time (SendOptions::send_ahead).
+class SendAhead {
+ public:
+  explicit SendAhead(SenderEndpoint& out) : out_(out), thread_([this] { loop(); }) {}
+  ~SendAhead() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  /// Waits for the previous bucket's send, rethrowing its error, then hands `bucket` over.
+  void send(Bucket bucket) {
+    wait();
+    std::lock_guard lock(mu_);
+    pending_ = std::move(bucket);
+    cv_.notify_all();
+  }
+  /// Waits until nothing is being sent; rethrows the last send's error.
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !pending_ && !sending_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || pending_.has_value(); });
+      if (!pending_) return;
+      Bucket bucket = std::move(*pending_);
+      pending_.reset();
+      sending_ = true;
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        out_.send(std::move(bucket));
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      sending_ = false;
+      error_ = std::move(error);
+      cv_.notify_all();
+    }
+  }
+
+  SenderEndpoint& out_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Bucket> pending_;
+  bool sending_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_size_bytes, Transport& transport,
+                  const SendOptions& options) {
   SenderEndpoint& out = transport.sender(rank);
   try {
     check_bucket_sizes(bucket_size_bytes, transport.bucket_size_bytes());
     const auto plan = plan_buckets(rank, shard, bucket_size_bytes);
+    std::optional<SendAhead> ahead;
+    if (options.send_ahead) ahead.emplace(out);
     size_t next = 0;
     for (const auto& entries : plan) {
       Bucket bucket;
       bucket.payload = out.spare_payload();  // an earlier bucket's buffer when the transport has one
-      bucket.payload.resize(entries.back().offset + entries.back().bytes);
-      uint64_t cursor = 0;
-      for (const auto& e : entries) {
-        const auto& w = shard[next++];
-        // The alignment gaps are zeroed: a recycled buffer still holds the previous bucket's bytes.
-        if (e.offset > cursor) std::memset(bucket.payload.data() + cursor, 0, e.offset - cursor);
-        if (e.bytes != 0) std::memcpy(bucket.payload.data() + e.offset, w.bytes.data(), e.bytes);
-        cursor = e.offset + e.bytes;
+      if (bucket.payload.capacity() == 0 && options.buffers != nullptr && !options.buffers->empty()) {
+        bucket.payload = std::move(options.buffers->back());
+        options.buffers->pop_back();
       }
+      pack_bucket(entries, shard.subspan(next, entries.size()), bucket.payload, options.pack_pool);
+      next += entries.size();
       bucket.entries = entries;
-      out.send(std::move(bucket));
+      if (ahead) {
+        ahead->send(std::move(bucket));
+      } else {
+        out.send(std::move(bucket));
+      }
     }
+    if (ahead) ahead->wait();
     out.finish();
   } catch (const std::exception& e) {
     out.fail(e.what());

@@ -10,6 +10,7 @@
 #include "modes/refit/bucket.hpp"
 #include "modes/refit/rank_shards.hpp"
 #include "modes/refit/transport.hpp"
+#include "modes/sync/work_pool.hpp"
 
 namespace wsb::refit {
 
@@ -41,10 +42,29 @@ std::vector<RankStreamPlan> plan_rank_streams(const RankShards& shards, uint64_t
 /// least 64 MiB (one bucket holds any weight, and buckets stay large enough to amortize a hand-off).
 uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards);
 
+/// How a sender rank packs and sends.
+struct SendOptions {
+  /// Splits each bucket's packing copies across its threads (null: this thread copies alone).
+  WorkPool* pack_pool = nullptr;
+  /// Payload buffers to pack into when the transport has no spare one, before a fresh allocation (a trainer's
+  /// buffers, allocated and faulted in once rather than in every refit). Taken from, never given back to here.
+  std::vector<std::vector<uint8_t>>* buffers = nullptr;
+  /// A thread of this rank's own sends bucket k while bucket k + 1 is packed (one more buffer in flight): for
+  /// transports whose send() itself copies (shared-memory slots, device rings).
+  bool send_ahead = false;
+};
+
 /// Packs `shard` into buckets of `bucket_size_bytes` and sends them on transport.sender(rank), then finish().
 /// Setup refuses a bucket size different from the transport's (check_bucket_sizes) before sending anything.
 /// On any error the channel is failed with the error text (so the receiver raises it, never waits) and the error
 /// rethrown.
-void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_size_bytes, Transport& transport);
+void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_size_bytes, Transport& transport,
+                  const SendOptions& options = {});
+
+/// Packs the weights of one planned bucket (`entries`, from plan_buckets; `weights[k]` is entry k's bytes) into
+/// `payload` (resized to the bucket's payload bytes), alignment gaps zeroed, in pieces of at least `min_piece` bytes
+/// of the bucket (piece_bytes) across `pool` (may be null).
+void pack_bucket(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, std::vector<uint8_t>& payload,
+                 WorkPool* pool, uint64_t min_piece = uint64_t{1} << 20);
 
 }  // namespace wsb::refit

@@ -30,10 +30,11 @@ namespace fs = std::filesystem;
 
 /// The job of one refit: geometry, GPUs and every rank's weights as (region, offset) of the shared buffers.
 nlohmann::json make_job(const TrainerSim& trainer, const ShmTransport& control, uint64_t bucket_bytes,
-                        const CudaIpcGpus& gpus, const std::vector<const HostBuffer*>& regions) {
+                        const CudaIpcGpus& gpus, const std::vector<const HostBuffer*>& regions, int pack_threads) {
   nlohmann::json j;
   j["ranks"] = control.ranks();
   j["bucket_bytes"] = bucket_bytes;
+  j["pack_threads"] = pack_threads;
   j["control_depth"] = control.depth();
   j["control_mapping_bytes"] = control.mapping_bytes();
   j["parent_pid"] = static_cast<int>(getpid());
@@ -162,7 +163,8 @@ fs::path sender_executable(const fs::path& configured) {
 }
 
 CudaIpcSenders::CudaIpcSenders(const fs::path& exe, std::string_view ipc_kind, const TrainerSim& trainer,
-                               ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus) {
+                               ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus,
+                               int pack_threads) {
   const std::vector<const HostBuffer*> regions = trainer.buffers();
   for (size_t i = 0; i < regions.size(); ++i) {
     if (regions[i]->shared_fd() < 0) {
@@ -172,7 +174,7 @@ CudaIpcSenders::CudaIpcSenders(const fs::path& exe, std::string_view ipc_kind, c
                               i));
     }
   }
-  const int job = text_memfd(make_job(trainer, control, bucket_size_bytes, gpus, regions).dump());
+  const int job = text_memfd(make_job(trainer, control, bucket_size_bytes, gpus, regions, pack_threads).dump());
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     const int error = errno;
@@ -229,11 +231,13 @@ int run_sender_job(const DeviceIpc& ipc) {
   std::unique_ptr<CudaIpcTransport> transport;
   std::vector<std::vector<ShardWeight>> shards;
   uint64_t bucket_bytes = 0;
+  std::unique_ptr<WorkPool> pack_pool;
   try {
     const nlohmann::json job = nlohmann::json::parse(read_fd(kJobFd, "the job"));
     close(kJobFd);
     const int ranks = job.at("ranks").get<int>();
     bucket_bytes = job.at("bucket_bytes").get<uint64_t>();
+    pack_pool = std::make_unique<WorkPool>(job.value("pack_threads", 1));
     int fd = kJobFirstRegionFd;
     for (const auto& bytes : job.at("regions")) mappings.push_back(std::make_unique<Mapping>(fd++, bytes.get<size_t>()));
     ShmTransportOptions options;
@@ -276,7 +280,9 @@ int run_sender_job(const DeviceIpc& ipc) {
     for (size_t r = 0; r < shards.size(); ++r) {
       threads.emplace_back([&, r] {
         try {
-          stream_shard(static_cast<int>(r), shards[r], bucket_bytes, *transport);
+          // The device copy of a bucket (send) runs while the next one is packed.
+          stream_shard(static_cast<int>(r), shards[r], bucket_bytes, *transport,
+                       SendOptions{.pack_pool = pack_pool.get(), .buffers = nullptr, .send_ahead = true});
         } catch (...) {
           failed = true;  // stream_shard failed the channel with the error text
         }

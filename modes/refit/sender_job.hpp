@@ -33,8 +33,9 @@ class CudaIpcSenders {
   /// `control` (ranks() == gpus.rank_devices.size(), kCudaIpcControlBytes messages) in buckets of
   /// `bucket_size_bytes`. Throws Error(Mismatch) naming a buffer that is not shared or a weight outside every
   /// buffer, Error(Io/Resource) when the job cannot be written or the process started.
+  /// `pack_threads`: threads the process packs each bucket with (SendOptions::pack_pool).
   CudaIpcSenders(const std::filesystem::path& exe, std::string_view ipc_kind, const TrainerSim& trainer,
-                 ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus);
+                 ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus, int pack_threads = 1);
   /// Closes the release pipe and kills the process (SIGKILL) if it has not exited yet: an error path, where nothing
   /// waits for a clean exit.
   ~CudaIpcSenders();
@@ -54,7 +55,8 @@ class CudaIpcSenders {
 };
 
 /// Sender process side (`wsbench refit-sender`): reads the job from the fds above, streams every rank on its own
-/// thread through a CudaIpcTransport built on `ipc`, waits for release (EOF on the pipe: the engine closed it or
+/// thread through a CudaIpcTransport built on `ipc` (packing on the job's pack_threads, each bucket's device copy
+/// overlapping the packing of the next), waits for release (EOF on the pipe: the engine closed it or
 /// exited), frees the rings. Returns the exit status: 0, or 1 when the job is unreadable or a rank failed (its
 /// failure was sent to the receivers first; the job's own errors are printed to stderr).
 int run_sender_job(const DeviceIpc& ipc);

@@ -165,6 +165,11 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
       // Read the event count before looking at the ring: an event after this load makes futex_wait return at once.
       const uint32_t seen = at(ctl_->sender_events).load(std::memory_order_acquire);
       if (auto batch = try_take(into)) return std::move(*batch);
+      if (cancelled()) {  // this side gave up: nothing more is taken, whatever the sender still does
+        const uint32_t n = std::min<uint32_t>(at(ctl_->cancel_bytes).load(std::memory_order_relaxed),
+                                              kFailureCapacity);
+        fail_rank(ErrorKind::Io, rank_, fmt::format("receiver gave up: {}", std::string(ctl_->cancel, n)));
+      }
       if (options_.sender_alive && !options_.sender_alive()) {
         // The sender may have published or finished right before it exited: look once more now that it is gone.
         if (auto batch = try_take(into)) return std::move(*batch);
@@ -280,7 +285,8 @@ class ShmTransport::Channel final : public SenderEndpoint, public ReceiverEndpoi
                 fmt::format("received bucket of {} B exceeds the receive buffer of {} B", header.payload_bytes,
                             into.size()));
     }
-    if (header.payload_bytes != 0) std::memcpy(into.data(), slot + geo_.payload_offset, header.payload_bytes);
+    parallel_copy(options_.receive_copy_pool, into.first(header.payload_bytes),
+                  {slot + geo_.payload_offset, header.payload_bytes});
     return ReceivedBatch{.end = false, .entries = std::move(entries), .payload_bytes = header.payload_bytes};
   }
 
@@ -386,6 +392,7 @@ ReceiverEndpoint& ShmTransport::receiver(int rank) { return *channels_.at(static
 
 void ShmTransport::set_sender_alive(PeerAlive alive) { options_.sender_alive = std::move(alive); }
 void ShmTransport::set_receiver_alive(PeerAlive alive) { options_.receiver_alive = std::move(alive); }
+void ShmTransport::set_receive_copy_pool(WorkPool* pool) { options_.receive_copy_pool = pool; }
 
 uint64_t ShmTransport::buckets_published(int rank) const {
   return channels_.at(static_cast<size_t>(rank))->published();

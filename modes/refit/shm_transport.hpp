@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "modes/refit/transport.hpp"
+#include "modes/sync/work_pool.hpp"
 
 namespace wsb::refit {
 
@@ -41,6 +42,9 @@ struct ShmTransportOptions {
   std::chrono::milliseconds wait_slice{50};              ///< longest single wait before a liveness check (> 0)
   PeerAlive sender_alive{};    ///< checked by receivers waiting on an empty ring; empty = assume alive
   PeerAlive receiver_alive{};  ///< checked by senders waiting on a full ring; empty = assume alive
+  /// Splits each receive() copy out of a slot across its threads; null copies on the receiving thread. Process-local
+  /// (a forked child gets a copy of the pointer, not the threads): set it only where receive() runs.
+  WorkPool* receive_copy_pool = nullptr;
 };
 
 class ShmTransport final : public Transport {
@@ -71,6 +75,8 @@ class ShmTransport final : public Transport {
   /// this process uses an endpoint.
   void set_sender_alive(PeerAlive alive);
   void set_receiver_alive(PeerAlive alive);
+  /// ShmTransportOptions::receive_copy_pool, in this process only.
+  void set_receive_copy_pool(WorkPool* pool);
 
   /// Buckets the sender of `rank` has published so far (readable from either process; tests and diagnostics).
   uint64_t buckets_published(int rank) const;

@@ -1,6 +1,7 @@
 #include "modes/refit/stream_aligner.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -23,19 +24,98 @@ std::vector<std::pair<DType, std::vector<size_t>>> AlignedBatch::dtype_groups(in
   return groups;
 }
 
-StreamAligner::StreamAligner(const RefitLayout& layout, Transport& transport, BufferPool& pool)
-    : layout_(layout), transport_(transport), pool_(pool) {
+StreamAligner::StreamAligner(const RefitLayout& layout, Transport& transport, BufferPool& pool, ReceiveMode mode)
+    : layout_(layout), transport_(transport), pool_(pool), mode_(mode) {
   check_bucket_sizes(transport.bucket_size_bytes(), pool.buffer_bytes());
   if (transport.ranks() != layout.ranks()) {
     throw Error(ErrorKind::Mismatch, fmt::format("refit: transport has {} ranks, the engine layout {}",
                                                  transport.ranks(), layout.ranks()));
   }
-  if (pool.count() < static_cast<size_t>(layout.ranks())) {
-    throw Error(ErrorKind::Mismatch, fmt::format("refit: receive buffer pool has {} buffers, {} ranks need {}",
-                                                 pool.count(), layout.ranks(), layout.ranks()));
+  const size_t per_rank = mode == ReceiveMode::Ahead ? 2 : 1;
+  if (pool.count() < per_rank * static_cast<size_t>(layout.ranks())) {
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("refit: receive buffer pool has {} buffers, {} ranks need {}{}", pool.count(),
+                            layout.ranks(), per_rank * static_cast<size_t>(layout.ranks()),
+                            mode == ReceiveMode::Ahead ? " (two each to receive ahead)" : ""));
   }
   streams_.resize(static_cast<size_t>(layout.ranks()));
   batch_.payloads.resize(streams_.size());
+  if (mode == ReceiveMode::Ahead) {
+    for (int r = 0; r < layout.ranks(); ++r) {
+      ahead_.push_back(std::make_unique<Ahead>());
+      ahead_.back()->thread = std::thread([this, r] { receive_loop(r); });
+    }
+  }
+}
+
+StreamAligner::~StreamAligner() {
+  for (size_t r = 0; r < ahead_.size(); ++r) {
+    Ahead& a = *ahead_[r];
+    {
+      std::lock_guard lock(a.mu);
+      a.stop = true;
+      // A receive still running belongs to a refit that ended early: its sender must stop for it to return.
+      if (a.asked && !a.ready) transport_.receiver(static_cast<int>(r)).cancel("refit: the receivers stopped");
+    }
+    a.cv.notify_all();
+  }
+  for (auto& a : ahead_) a->thread.join();
+}
+
+void StreamAligner::receive_loop(int rank) {
+  Ahead& a = *ahead_[static_cast<size_t>(rank)];
+  std::unique_lock lock(a.mu);
+  while (true) {
+    a.cv.wait(lock, [&] { return a.stop || (a.asked && !a.ready); });
+    if (a.stop) return;  // a receive asked for but not begun is of a refit that ended: it never begins
+    const std::span<uint8_t> into = a.buffer.span();
+    lock.unlock();
+    ReceivedBatch batch;
+    std::exception_ptr error;
+    try {
+      batch = transport_.receiver(rank).receive(into);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    a.batch = std::move(batch);
+    a.error = std::move(error);
+    a.ready = true;
+    a.cv.notify_all();
+  }
+}
+
+void StreamAligner::ask(int rank) {
+  Ahead& a = *ahead_[static_cast<size_t>(rank)];
+  PooledBuffer buffer = pool_.acquire();
+  {
+    std::lock_guard lock(a.mu);
+    a.buffer = std::move(buffer);
+    a.asked = true;
+    a.ready = false;
+  }
+  a.cv.notify_all();
+}
+
+ReceivedBatch StreamAligner::receive(int rank, PooledBuffer& buffer) {
+  if (mode_ == ReceiveMode::Inline) {
+    buffer = pool_.acquire();
+    return transport_.receiver(rank).receive(buffer.span());
+  }
+  Ahead& a = *ahead_[static_cast<size_t>(rank)];
+  if (!a.asked) ask(rank);  // the rank's first batch
+  ReceivedBatch batch;
+  {
+    std::unique_lock lock(a.mu);
+    a.cv.wait(lock, [&] { return a.ready; });
+    a.asked = a.ready = false;
+    buffer = std::move(a.buffer);
+    if (a.error) std::rethrow_exception(std::exchange(a.error, nullptr));
+    batch = std::move(a.batch);
+  }
+  // The batch after this one is received while this one is validated, delivered and applied.
+  if (!batch.end) ask(rank);
+  return batch;
 }
 
 const AlignedBatch* StreamAligner::next() {
@@ -92,8 +172,7 @@ const AlignedBatch* StreamAligner::advance() {
 
 void StreamAligner::pull(int rank) {
   auto& s = streams_[static_cast<size_t>(rank)];
-  s.buffer = pool_.acquire();
-  ReceivedBatch rb = transport_.receiver(rank).receive(s.buffer.span());
+  ReceivedBatch rb = receive(rank, s.buffer);
   ++s.batches;
   if (rb.end) {
     fail_rank(ErrorKind::Missing, rank,
@@ -145,8 +224,7 @@ void StreamAligner::validate(int rank, const WireEntry& e, uint64_t payload_byte
 
 void StreamAligner::confirm_end(int rank) {
   auto& s = streams_[static_cast<size_t>(rank)];
-  s.buffer = pool_.acquire();
-  ReceivedBatch rb = transport_.receiver(rank).receive(s.buffer.span());
+  ReceivedBatch rb = receive(rank, s.buffer);
   s.buffer.reset();
   if (!rb.end) {
     fail_rank(ErrorKind::Format, rank,

@@ -42,7 +42,9 @@ class ReceiverEndpoint {
   virtual ReceivedBatch receive(std::span<uint8_t> into) = 0;
   /// The receiver gives up on the stream (its rank failed): a send() blocked for room, and every later send(),
   /// throws Error(Io, "refit: rank R: receiver gave up: <reason>"), so a sender never waits on a receiver that
-  /// stopped pulling. Queued buckets are dropped. Never throws; the first reason wins.
+  /// stopped pulling; so does a receive() waiting for a bucket of a stream still open (one on another thread of this
+  /// side, e.g. a receive ahead), so no receiver waits on a sender either. Queued buckets are dropped. Never throws;
+  /// the first reason wins.
   virtual void cancel(const std::string& reason) noexcept = 0;
 };
 

@@ -48,6 +48,55 @@ void pwrite_all(int fd, std::span<const uint8_t> bytes, uint64_t offset, const f
   }
 }
 
+void pread_all(int fd, std::span<uint8_t> bytes, uint64_t offset, const fs::path& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(errno, fmt::format("read {} at offset {}", path.string(), offset + done));
+    }
+    if (n == 0) {
+      throw Error(ErrorKind::Truncated, fmt::format("{}: ends at byte {}, {} bytes were expected at offset {}",
+                                                    path.string(), offset + done, bytes.size(), offset));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+void reserve_file(int fd, uint64_t bytes, const fs::path& path) {
+  if (bytes == 0) return;
+  if (::fallocate(fd, 0, 0, static_cast<off_t>(bytes)) == 0) return;
+  const int err = errno;
+  if (err == EOPNOTSUPP || err == ENOSYS) {
+    if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0) return;
+    throw_errno(errno, fmt::format("reserve {} for {} bytes", path.string(), bytes));
+  }
+  throw Error(kind_of(err), fmt::format("reserve {}: {} for {} bytes", path.string(), std::strerror(err), bytes));
+}
+
+void WritebackWindow::written(uint64_t offset, uint64_t bytes) {
+  if (bytes == 0) return;
+  ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), SYNC_FILE_RANGE_WRITE);
+  in_flight_.emplace_back(offset, bytes);
+  while (in_flight_.size() > depth_) {
+    settle(in_flight_.front());
+    in_flight_.pop_front();
+  }
+}
+
+void WritebackWindow::drain() {
+  for (const auto& range : in_flight_) settle(range);
+  in_flight_.clear();
+}
+
+void WritebackWindow::settle(std::pair<uint64_t, uint64_t> range) {
+  const auto [offset, bytes] = range;
+  ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes),
+                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+  ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+}
+
 uint64_t copy_file_all(const fs::path& src, const fs::path& dst) {
   Fd in(src, O_RDONLY);
   struct stat st{};

@@ -9,14 +9,18 @@
 namespace wsb {
 
 enum class FaultPoint {
-  /// disk mode prepare: tensor `index` (canonical order) of the target was just written into the mutable
-  /// checkpoint; the state file is cleared and nothing is fsynced yet.
+  /// disk mode prepare: tensor `index` (canonical order) of the target was just written into the new checkpoint
+  /// directory beside the verified one (workdir/checkpoint.next); the verified checkpoint and its state file are
+  /// untouched, nothing of the new one is fsynced yet.
   DiskCheckpointWrite,
+  /// disk mode prepare: the new checkpoint is complete and fsynced, the state file was cleared and the previous
+  /// checkpoint moved aside (workdir/checkpoint.old); the new one is not in place yet (no workdir/checkpoint).
+  DiskCheckpointSwap,
   /// commit, inside the pause: storage `index` of `rank` was just written (issued) into the live storages.
   CommitStorageWritten,
 };
 
-/// "disk.checkpoint_write" | "commit.storage_written".
+/// "disk.checkpoint_write" | "disk.checkpoint_swap" | "commit.storage_written".
 std::string_view fault_point_name(FaultPoint point);
 
 /// One call of a fault hook.

@@ -1,9 +1,12 @@
 // kill -9 in the middle of disk-mode materialization, then a new engine on the same workdir. A child process serves
-// v1 (its mutable checkpoint verified at v1), starts preparing v2 and is SIGKILLed by this process once half of the
-// target's tensors are written into the checkpoint (fault point disk.checkpoint_write: the child reports it and
-// stops there). The checkpoint left behind mixes v1 and v2 tensors and has no state file (cleared before
-// mutation), so the next engine's prepare must reseed from the FULL publication rather than trust it, and the result
-// must be exactly a native load of v2.
+// v1 (its mutable checkpoint verified at v1), starts preparing v2 and is SIGKILLed by this process at a fault point:
+// - disk.checkpoint_write, once half of the target's tensors are written into the new checkpoint directory beside the
+//   verified one: the verified v1 checkpoint and its state are untouched, so the next engine goes on from them
+//   (no reseed) and ignores the half-written directory;
+// - disk.checkpoint_swap, when the complete v2 directory is about to replace the verified one: the state was
+//   cleared and the v1 checkpoint moved aside, so nothing is vouched for and the next engine must rebuild v2 from a
+//   base it can verify (the checkpoint it was natively loaded from) rather than trust either directory.
+// Either way the result must be exactly a native load of v2.
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -14,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <map>
 
 #include "engine/engine.hpp"
 #include "models/checkpoint/checkpoint.hpp"
@@ -35,17 +39,17 @@ const char* const kPrompt = "crash";
 constexpr int kChildPrepareReturned = 3;
 constexpr int kChildThrew = 4;
 
-/// The child: boots at v0, updates to v1, then prepares v2 and, at tensor `kill_at` of the checkpoint write, tells
-/// the parent through `ready` and waits to be killed. Never returns.
-[[noreturn]] void child(const ModelProfile& profile, const fs::path& store, const fs::path& workdir, size_t kill_at,
-                        int ready) {
+/// The child: boots at v0, updates to v1, then prepares v2 and, at fault point `point` (for disk.checkpoint_write:
+/// the tensor of index `kill_at`), tells the parent through `ready` and waits to be killed. Never returns.
+[[noreturn]] void child(const ModelProfile& profile, const fs::path& store, const fs::path& workdir, FaultPoint point,
+                        size_t kill_at, int ready) {
   std::atomic<bool> armed{false};
   EngineOptions options{profile, 2, test::sync_of("disk"), store, workdir, 2};
   options.fault_hook = [&](const FaultSite& site) {
-    if (!armed || site.point != FaultPoint::DiskCheckpointWrite || site.index != kill_at) return;
+    if (!armed || site.point != point || (point == FaultPoint::DiskCheckpointWrite && site.index != kill_at)) return;
     const char byte = 'k';
     if (::write(ready, &byte, 1) != 1) ::_exit(kChildThrew);
-    for (;;) ::pause();  // SIGKILL arrives here, between two tensor writes
+    for (;;) ::pause();  // SIGKILL arrives here
   };
   try {
     Engine engine(options);
@@ -63,14 +67,15 @@ constexpr int kChildThrew = 4;
 
 /// Forks the child, waits for it to reach the kill point, kills it with SIGKILL and reaps it. Returns "" when it
 /// died of that SIGKILL, else what happened instead.
-std::string run_and_kill(const ModelProfile& profile, const fs::path& store, const fs::path& workdir, size_t kill_at) {
+std::string run_and_kill(const ModelProfile& profile, const fs::path& store, const fs::path& workdir, FaultPoint point,
+                         size_t kill_at) {
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return "pipe failed";
   const pid_t pid = ::fork();
   if (pid < 0) return "fork failed";
   if (pid == 0) {
     ::close(pipe_fds[0]);
-    child(profile, store, workdir, kill_at, pipe_fds[1]);
+    child(profile, store, workdir, point, kill_at, pipe_fds[1]);
   }
   ::close(pipe_fds[1]);
   pollfd ready{pipe_fds[0], POLLIN, 0};
@@ -94,53 +99,75 @@ std::vector<uint8_t> tensor_bytes(const CheckpointReader& reader, const std::str
   return {bytes.begin(), bytes.end()};
 }
 
-class CrashRecovery : public ::testing::TestWithParam<std::string> {};
+std::map<std::string, std::vector<uint8_t>> all_tensors(const fs::path& dir) {
+  CheckpointReader reader(dir);
+  std::map<std::string, std::vector<uint8_t>> out;
+  for (const auto& name : reader.tensor_names()) out[name] = tensor_bytes(reader, name);
+  return out;
+}
 
-TEST_P(CrashRecovery, KillNineDuringMaterializationIsReseededAndExact) {
+class CrashRecovery : public ::testing::TestWithParam<std::tuple<std::string, FaultPoint>> {
+ protected:
+  const ModelProfile profile = test::tiny_profile(std::get<0>(GetParam()));
+  const FaultPoint point = std::get<1>(GetParam());
+};
+
+TEST_P(CrashRecovery, KillNineDuringMaterializationLeavesNothingTrustedThatIsWrong) {
   test::TempDir dir;
-  const ModelProfile profile = test::tiny_profile(GetParam());
   const fs::path store = dir / "store";
   const fs::path workdir = dir / "work";
   test::publish_tiny(store, 2, kSeed, DeltaEncoding::Xor, profile.id);
   const fs::path full1 = dir / "native1", full2 = dir / "native2";
   write_full_checkpoint(profile, kSeed, 1, std::nullopt, full1);
   write_full_checkpoint(profile, kSeed, 2, std::nullopt, full2);
-  const std::vector<TensorSpec> tensors = profile.canonical_tensors();
-  const size_t kill_at = tensors.size() / 2;
+  const size_t kill_at = profile.canonical_tensors().size() / 2;
 
   // No engine (no thread) exists in this process yet: the fork copies a single-threaded process.
-  ASSERT_EQ(run_and_kill(profile, store, workdir, kill_at), "");
+  ASSERT_EQ(run_and_kill(profile, store, workdir, point, kill_at), "");
 
-  // What the crash left: tensors 0..kill_at written at v2, the rest still v1, and no state file vouching for it.
   const fs::path checkpoint = workdir / "checkpoint";
-  EXPECT_FALSE(fs::exists(checkpoint / ".weight_sync" / "state.json"));
-  {
-    CheckpointReader left(checkpoint), v1(full1), v2(full2);
-    size_t written_changed = 0, unwritten_changed = 0;
-    for (size_t t = 0; t < tensors.size(); ++t) {
-      const std::string& name = tensors[t].name;
-      const bool changed = tensor_bytes(v1, name) != tensor_bytes(v2, name);
-      EXPECT_EQ(tensor_bytes(left, name), tensor_bytes(t <= kill_at ? v2 : v1, name)) << name;
-      (t <= kill_at ? written_changed : unwritten_changed) += changed;
-    }
-    // The mixed checkpoint differs from both versions, so trusting it would be visible.
-    EXPECT_GT(written_changed, 0u);
-    EXPECT_GT(unwritten_changed, 0u);
+  const fs::path next = workdir / "checkpoint.next";
+  if (point == FaultPoint::DiskCheckpointWrite) {
+    // The verified v1 checkpoint and its state are as the v1 update left them; the v2 directory has no index yet.
+    EXPECT_EQ(all_tensors(checkpoint), all_tensors(full1));
+    EXPECT_TRUE(fs::exists(checkpoint / ".weight_sync" / "state.json"));
+    EXPECT_TRUE(fs::exists(next));
+    EXPECT_FALSE(fs::exists(next / kIndexFileName));
+  } else {
+    // Mid-swap: no checkpoint in place, its state gone with the v1 directory moved aside, v2 complete but unvouched.
+    EXPECT_FALSE(fs::exists(checkpoint));
+    EXPECT_EQ(all_tensors(workdir / "checkpoint.old"), all_tensors(full1));
+    EXPECT_FALSE(fs::exists(workdir / "checkpoint.old" / ".weight_sync" / "state.json"));
+    EXPECT_EQ(all_tensors(next), all_tensors(full2));
   }
 
   // The restarted server boots from v1's FULL checkpoint on the same workdir and prepares v2 again.
   Engine engine(EngineOptions{profile, 2, test::sync_of("disk"), store, workdir, 2});
   engine.load_native(full1, 1);
   const auto& disk = dynamic_cast<const DiskMode&>(engine.mode());
-  EXPECT_FALSE(disk.read_state().has_value());  // detected as unverified
-  const PrepareReport report = engine.prepare(2);
-  const bool reseeded = std::any_of(report.phases.begin(), report.phases.end(),
-                                    [](const PhaseRecord& p) { return p.name == "prepare.seed"; });
-  EXPECT_TRUE(reseeded);
+  const auto left = disk.read_state();
+  if (point == FaultPoint::DiskCheckpointWrite) {
+    ASSERT_TRUE(left.has_value());
+    EXPECT_EQ(left->version, 1u);
+  } else {
+    EXPECT_FALSE(left.has_value());  // detected as unverified
+  }
+  engine.prepare(2);
+  ASSERT_TRUE(disk.last_base().has_value());
   const auto state = disk.read_state();
   ASSERT_TRUE(state.has_value());
   EXPECT_EQ(state->version, 2u);
-  EXPECT_EQ(state->seeded_from, 0u);  // from the FULL v0 publication, not the crashed v1 checkpoint
+  if (point == FaultPoint::DiskCheckpointWrite) {
+    EXPECT_EQ(disk.last_base()->kind, DiskBase::Kind::Local);  // went on from the verified v1: no reseed
+    EXPECT_EQ(disk.last_base()->version, 1u);
+    EXPECT_EQ(state->seeded_from, 0u);  // the lineage still starts at the FULL v0 the first engine loaded
+  } else {
+    EXPECT_EQ(disk.last_base()->kind, DiskBase::Kind::Native);  // the checkpoint this engine loaded, not a leftover
+    EXPECT_EQ(disk.last_base()->version, 1u);
+    EXPECT_EQ(state->seeded_from, 1u);
+  }
+  EXPECT_FALSE(fs::exists(next));
+  EXPECT_FALSE(fs::exists(workdir / "checkpoint.old"));
   engine.commit(2);
 
   Engine native(EngineOptions{profile, 2, test::sync_of("disk"), store, dir / "native-work", 2});
@@ -151,15 +178,22 @@ TEST_P(CrashRecovery, KillNineDuringMaterializationIsReseededAndExact) {
   ASSERT_EQ(updated.checksums.size(), 2u);
   for (size_t r = 0; r < 2; ++r) EXPECT_EQ(updated.checksums[r], reference.checksums[r]) << "rank " << r;
   EXPECT_EQ(updated.fingerprint, reference.fingerprint);
-  {
-    CheckpointReader materialized(checkpoint), v2(full2);
-    for (const auto& spec : tensors) EXPECT_EQ(tensor_bytes(materialized, spec.name), tensor_bytes(v2, spec.name));
-  }
+  EXPECT_EQ(all_tensors(checkpoint), all_tensors(full2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, CrashRecovery,
-                         ::testing::Values(std::string("llama-tiny-bf16"), std::string("kimi-tiny-nvfp4")),
-                         test::StringParamName());
+                         ::testing::Combine(::testing::Values(std::string("llama-tiny-bf16"),
+                                                              std::string("kimi-tiny-nvfp4")),
+                                            ::testing::Values(FaultPoint::DiskCheckpointWrite,
+                                                              FaultPoint::DiskCheckpointSwap)),
+                         [](const auto& info) {
+                           std::string name = std::get<0>(info.param) + "_" +
+                                              std::string(fault_point_name(std::get<1>(info.param)));
+                           for (char& c : name) {
+                             if (c == '-' || c == '.') c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace wsb

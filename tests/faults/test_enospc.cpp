@@ -1,6 +1,7 @@
 // ENOSPC during disk-mode materialization: the mode's workdir lives on a small tmpfs this test mounts, filled so the
-// mutable checkpoint does not fit. The prepare fails with an error naming the file and the bytes written, the engine
-// goes on serving v0 exactly as before, and once space is freed a later prepare + commit equals a native load.
+// mutable checkpoint does not fit. The prepare fails before it folds anything, with an error naming the file and the
+// bytes it needed, the engine goes on serving v0 exactly as before, nothing is left behind, and once space is freed a
+// later prepare + commit equals a native load.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -59,13 +60,16 @@ TEST_P(Enospc, FullDiskFailsPrepareNamingTheFileAndBytesAndChangesNothing) {
   const test::Served before = test::served(engine, kPrompt);
   const auto pointers = engine.storage_pointers();
 
-  // Half of the shard fits: the copy of the seed runs out of space in the middle of the shard.
+  // Half of the shard fits: reserving the new checkpoint's shard (same layout as the FULL's, the target's checksums
+  // in its header) runs out of space.
   const uint64_t leave = pages(shard_bytes / 2);
   const fs::path filler = small->fill("other-tenant.bin", leave);
   ASSERT_EQ(small->free_bytes(), leave);
   EXPECT_EQ(test::error_message([&] { engine.prepare(1); }, ErrorKind::Resource),
-            fmt::format("write {} (copy of {}): No space left on device after {} of {} bytes",
-                        (workdir / "checkpoint" / shard).string(), (full0 / shard).string(), leave, shard_bytes));
+            fmt::format("reserve {}: No space left on device for {} bytes",
+                        (workdir / "checkpoint.next" / shard).string(), shard_bytes));
+  EXPECT_FALSE(fs::exists(workdir / "checkpoint.next"));  // nothing half-written is left to take space
+  EXPECT_EQ(small->free_bytes(), leave);
   EXPECT_TRUE(engine.healthy());
   EXPECT_EQ(test::served(engine, kPrompt), before);
   EXPECT_EQ(engine.storage_pointers(), pointers);

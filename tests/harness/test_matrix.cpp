@@ -59,6 +59,12 @@ TEST(Matrix, ErrorsNameCellAndField) {
             "m.json: cell 0: field 'n' must be 1..1000, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu", "target": 4}]})")),
             "m.json: cell 0: field 'target' must be 1..publish_versions (3), got 4");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "target": 2, "updates": 3}]})")),
+            "m.json: cell 0: field 'updates' must be 1..target (2): each update before the measured one advances one "
+            "version, got 3");
+  EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "disk", "updates": 0}]})")),
+            "m.json: cell 0: field 'updates' must be 1..target (1): each update before the measured one advances one "
+            "version, got 0");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": [{"model": "a", "mode": "cpu"}, {"model": "a", "mode": "cpu"}]})")),
             "m.json: cell 1: duplicate cell id 'a/cpu/native/tp1'");
   EXPECT_EQ(matrix_error(nlohmann::json::parse(R"({"name": "x", "cells": []})")),
@@ -101,6 +107,17 @@ TEST(Matrix, SyncOptionsSurviveTheResultsFile) {
     }
   }
   EXPECT_EQ(combinations, 3 * 2 * 3 * 2);
+}
+
+TEST(Matrix, UpdatesPerTrialAreRecordedOnlyWhenMoreThanOne) {
+  const auto m = parse_matrix(nlohmann::json::parse(R"({"name": "x", "cells": [
+      {"model": "a", "mode": "disk", "publish_versions": 3, "target": 3, "updates": 2},
+      {"model": "a", "mode": "cpu"}]})"),
+                              "m.json");
+  EXPECT_EQ(m.cells[0].updates, 2u);
+  EXPECT_EQ(m.cells[0].to_json()["updates"], 2);
+  EXPECT_EQ(m.cells[1].updates, 1u);
+  EXPECT_FALSE(m.cells[1].to_json().contains("updates"));  // results of single-update cells are unchanged
 }
 
 TEST(Matrix, RefitFieldsAreValidatedAndNamedInTheId) {
@@ -319,8 +336,9 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
   }
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "gpt-oss-bf16-cuda.json",
-                                             "gpt-oss-bf16.json", "h200-cpu-prepare.json", "h200-x4-glm45-air.json",
-                                             "h200.json", "nightly-b300.json", "nightly-h100.json", "pin-check.json",
+                                             "gpt-oss-bf16.json", "h200-cpu-prepare.json", "h200-prepare.json",
+                                             "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
+                                             "nightly-h100.json", "pin-check.json",
                                              "serve-cuda.json", "smoke-cuda.json", "smoke.json"}));
 }
 
@@ -388,7 +406,7 @@ TEST(Matrix, TheShippedMatricesLoad) {
   EXPECT_EQ(cuda.cells[13].seed, 7u);
   for (const auto& c : cuda.cells) EXPECT_TRUE(c.uses_cuda()) << c.id;
   const auto h200 = load_matrix(dir / "h200.json");
-  ASSERT_EQ(h200.cells.size(), 22u);
+  ASSERT_EQ(h200.cells.size(), 24u);
   for (size_t i = 17; i < 22; ++i) {
     EXPECT_EQ(h200.cells[i].sync.mode, SyncModeKind::Refit) << h200.cells[i].id;
     EXPECT_EQ(name_of(h200.cells[i].sync.refit.transport), i < 20 ? "inproc" : "cuda-ipc") << h200.cells[i].id;
@@ -406,6 +424,37 @@ TEST(Matrix, TheShippedMatricesLoad) {
   EXPECT_EQ(h200.cells[16].density, 1.0);
   EXPECT_EQ(h200.cells[16].sync.cpu.commit_strategy, CommitStrategy::DeviceDelta);
   EXPECT_EQ(h200.cells[16].layers, h200.cells[15].layers);
+  // Disk mode's steady state: an unmeasured v0 -> v1, then v1 -> v2 and the catch-up v1 -> v3, full size.
+  for (size_t i = 22; i < 24; ++i) {
+    EXPECT_EQ(h200.cells[i].sync.mode, SyncModeKind::Disk) << h200.cells[i].id;
+    EXPECT_EQ(h200.cells[i].updates, 2u) << h200.cells[i].id;
+    EXPECT_FALSE(h200.cells[i].scaled()) << h200.cells[i].id;
+  }
+  EXPECT_EQ(h200.cells[22].target, 2u);
+  EXPECT_EQ(h200.cells[23].target, 3u);
+  // The prepare floors in a few minutes: llama full size at TP 1, disk's first update and its steady-state catch-up,
+  // the refit stream in process and over CUDA IPC.
+  const auto prepare = load_matrix(dir / "h200-prepare.json");
+  ASSERT_EQ(prepare.cells.size(), 4u);
+  for (const auto& c : prepare.cells) {
+    EXPECT_EQ(c.model, "llama-3.1-8b-bf16") << c.id;
+    EXPECT_FALSE(c.scaled()) << c.id;
+    EXPECT_EQ(c.tp, 1) << c.id;
+    EXPECT_TRUE(c.uses_cuda()) << c.id;
+  }
+  EXPECT_EQ(prepare.cells[0].sync.mode, SyncModeKind::Disk);
+  EXPECT_EQ(prepare.cells[0].updates, 1u);
+  EXPECT_EQ(prepare.cells[0].target, 1u);
+  EXPECT_EQ(prepare.cells[1].sync.mode, SyncModeKind::Disk);
+  EXPECT_EQ(prepare.cells[1].updates, 2u);
+  EXPECT_EQ(prepare.cells[1].target, 3u);
+  EXPECT_EQ(prepare.cells[1].publish_versions, 3u);
+  for (size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(prepare.cells[i].sync.mode, SyncModeKind::Refit) << prepare.cells[i].id;
+    EXPECT_EQ(prepare.cells[i].sync.refit.bucket_bytes, 1ull << 30) << prepare.cells[i].id;
+  }
+  EXPECT_EQ(name_of(prepare.cells[2].sync.refit.transport), "inproc");
+  EXPECT_EQ(name_of(prepare.cells[3].sync.refit.transport), "cuda-ipc");
   const auto x4 = load_matrix(dir / "h200-x4-glm45-air.json");  // full-size GLM at TP 4, one GPU per rank
   ASSERT_EQ(x4.cells.size(), 2u);
   for (const auto& c : x4.cells) {

@@ -50,6 +50,40 @@ TEST_P(ProfilerCell, PassesEveryCheck) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, ProfilerCell, ::testing::Values("disk", "cpu"));
 
+TEST(ProfilerCellSteady, TheMeasuredUpdateIsTheLastOfSeveralOnOneEngine) {
+  // Disk mode, v0 -> v1 first (unmeasured), then the measured catch-up v1 -> v3 from the materialized v1.
+  test::TempDir dir;
+  MatrixCell cell;
+  cell.model = "llama-tiny-bf16";
+  cell.sync = test::sync_of("disk");
+  cell.tp = 2;
+  cell.seed = 3;
+  cell.publish_versions = 3;
+  cell.target = 3;
+  cell.updates = 2;
+  cell.id = "tiny/disk/steady";
+  cell.floor_bytes = 8 << 20;
+  const nlohmann::json result = run_cell(cell, CellRunOptions{WSBENCH_PROFILES_DIR, dir / "work", false});
+  ASSERT_EQ(result["status"], "pass") << result.dump(2);
+  const auto& trial = result["trials"][0];
+  ASSERT_EQ(trial["earlier_updates"].size(), 1u);
+  EXPECT_EQ(trial["earlier_updates"][0]["target"], 1);
+  for (const auto& check : trial["checks"]) EXPECT_TRUE(check["pass"].get<bool>()) << check.dump();
+  std::vector<std::string> prepare_phases;
+  for (const auto& phase : trial["phases"]) {
+    const std::string name = phase["name"];
+    if (name.rfind("prepare.", 0) == 0) prepare_phases.push_back(name);
+    if (name == "prepare.materialize") {
+      EXPECT_EQ(phase["floor"], "disk_read_write");
+    }
+  }
+  EXPECT_EQ(prepare_phases, (std::vector<std::string>{"prepare.plan", "prepare.materialize", "prepare.swap"}));
+  const auto& floors = result["floors"];
+  EXPECT_GT(floors["disk_write_gbps"].get<double>(), 0.0);
+  const double r = floors["disk_read_gbps"].get<double>(), w = floors["disk_write_gbps"].get<double>();
+  EXPECT_DOUBLE_EQ(floors["disk_read_write_gbps"].get<double>(), 1.0 / (1.0 / r + 1.0 / w));
+}
+
 // Density 0: identity deltas. The update must leave the fingerprint as it was (instead of changing it) and pass
 // every other check as a real update does.
 TEST(ProfilerCellIdentity, ZeroDensityPassesWithTheFingerprintKept) {

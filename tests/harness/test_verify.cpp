@@ -31,6 +31,26 @@ TEST(TallyProbes, ExactResponsesAtEitherVersionPass) {
   EXPECT_EQ(check_probes_exact(t).pass, true);
 }
 
+TEST(TallyProbes, AfterEarlierUpdatesTheVersionBeforeTheCommitIsTheirs) {
+  // The cell updated to 1 before the measured update 1 -> 3: responses before the commit carry 1, never 0.
+  ProbeExpectation expect{"one", 3, "three", false};
+  expect.from = 1;
+  const ProbeTally t = tally_probes({sample(0.1, 0.2, 1, "one"), sample(4.1, 4.2, 3, "three")}, kWindow, expect);
+  EXPECT_EQ(t.wrong, 0);
+  EXPECT_EQ(t.before_commit, 1);
+  const ProbeTally stale = tally_probes({sample(0.1, 0.2, 0, "zero")}, kWindow, expect);
+  EXPECT_EQ(stale.wrong, 2);
+  EXPECT_EQ(stale.first_wrong, "response at version 000000 has fingerprint zero");
+  EXPECT_EQ(check_update_changes_fingerprint("one", "three", 1).detail, "v1 one vs target three");
+  EXPECT_EQ(check_update_changes_fingerprint("zero", "three").detail, "v0 zero vs target three");
+  // An identity update after an earlier one: the fingerprint of `from` must stay.
+  const Check kept = check_update_changes_fingerprint("one", "one", 1, true);
+  EXPECT_EQ(kept.name, "identity_keeps_fingerprint");
+  EXPECT_TRUE(kept.pass);
+  EXPECT_EQ(kept.detail, "identity update (density 0): v1 one vs target one");
+  EXPECT_FALSE(check_update_changes_fingerprint("one", "three", 1, true).pass);
+}
+
 TEST(TallyProbes, AResponseSpanningTwoVersionsFailsUnlessAccepted) {
   const std::vector<ProbeSample> samples{sample(2.9, 3.5, 1, "mix", {0, 0, 1, 1})};
   const ProbeTally strict = tally_probes(samples, kWindow, ProbeExpectation{"a", 1, "b", false});

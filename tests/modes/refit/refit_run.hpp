@@ -78,14 +78,16 @@ inline uint64_t expected_aligned_batches(const Shards& shards, uint64_t bucket_b
   return ends.size();
 }
 
-/// Receives one refit of `shards` over `transport` with a StreamAligner and checks every payload byte at delivery
-/// time (EXPECTs, so a mismatch names the rank, weight and batch). The senders run elsewhere.
-inline RunRecord receive_and_check(const Shards& shards, uint64_t bucket_bytes, Transport& transport) {
+/// Receives one refit of `shards` over `transport` with a StreamAligner receiving as `mode` says (its pool the
+/// least that mode needs) and checks every payload byte at delivery time (EXPECTs, so a mismatch names the rank,
+/// weight and batch). The senders run elsewhere.
+inline RunRecord receive_and_check(const Shards& shards, uint64_t bucket_bytes, Transport& transport,
+                                   ReceiveMode mode = ReceiveMode::Inline) {
   const int ranks = static_cast<int>(shards.specs.size());
   RefitLayout layout(shards.specs);
   CountingTransport counted(transport);
-  BufferPool pool(bucket_bytes, static_cast<size_t>(ranks), kPoison);
-  StreamAligner aligner(layout, counted, pool);
+  BufferPool pool(bucket_bytes, static_cast<size_t>((mode == ReceiveMode::Ahead ? 2 : 1) * ranks), kPoison);
+  StreamAligner aligner(layout, counted, pool, mode);
   RunRecord rec;
   while (const AlignedBatch* b = aligner.next()) {
     EXPECT_EQ(b->sequence, rec.batches);
@@ -121,10 +123,11 @@ inline RunRecord receive_and_check(const Shards& shards, uint64_t bucket_bytes, 
 }
 
 /// One refit over a transport from `make`: a sender thread per rank streams `shards`, this thread receives.
-inline RunRecord run_and_check(const Shards& shards, uint64_t bucket_bytes, const TransportFactory& make) {
+inline RunRecord run_and_check(const Shards& shards, uint64_t bucket_bytes, const TransportFactory& make,
+                               ReceiveMode mode = ReceiveMode::Inline) {
   auto transport = make(static_cast<int>(shards.specs.size()), bucket_bytes, 2);
   Senders senders(shards, bucket_bytes, *transport);
-  RunRecord rec = receive_and_check(shards, bucket_bytes, *transport);
+  RunRecord rec = receive_and_check(shards, bucket_bytes, *transport, mode);
   senders.join();
   return rec;
 }

@@ -1,6 +1,7 @@
 // Properties of the refit stream aligner over randomized per-rank bucket layouts: global order, exactly-once
-// delivery, byte-exact payloads read from poisoned recycled buffers, at most one outstanding batch per rank, every
-// dtype group delivered, payload index i == rank i; over the in-process and the shared-memory transport.
+// delivery, byte-exact payloads read from poisoned recycled buffers, at most one outstanding batch per rank (two when
+// each rank receives ahead on its own thread, which delivers the very same batches), every dtype group delivered,
+// payload index i == rank i; over the in-process and the shared-memory transport.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -28,6 +29,13 @@ TEST_P(RefitAligner, RandomLayoutsPreserveGlobalOrderAndDeliverEachWeightOnce) {
     const auto shards = make_shards(random_specs(rng, ranks, weights, bucket));
     hang_guard([&] {
       const RunRecord rec = run_and_check(shards, bucket, GetParam().make);
+      const RunRecord ahead = run_and_check(shards, bucket, GetParam().make, ReceiveMode::Ahead);
+      EXPECT_EQ(ahead.names, rec.names) << "trial " << trial;
+      EXPECT_EQ(ahead.batches, rec.batches) << "trial " << trial;
+      EXPECT_EQ(ahead.bytes, rec.bytes) << "trial " << trial;
+      EXPECT_EQ(ahead.transport_batches, rec.transport_batches) << "trial " << trial;
+      EXPECT_EQ(ahead.transport_bytes, rec.transport_bytes) << "trial " << trial;
+      EXPECT_LE(ahead.max_outstanding, static_cast<size_t>(2 * ranks)) << "trial " << trial;
       std::vector<std::string> expected;
       for (size_t i = 0; i < weights; ++i) expected.push_back(fmt_name(i));
       EXPECT_EQ(rec.names, expected) << "trial " << trial;
@@ -106,16 +114,57 @@ TEST_P(RefitAligner, MultiDtypeBatchesDeliverEveryDtypeGroup) {
   });
 }
 
+TEST_P(RefitAligner, ReceivingAheadNeedsTwoBuffersPerRank) {
+  std::vector<std::vector<TensorSpec>> specs(3, {{fmt_name(0), DType::U8, {64}}});
+  RefitLayout layout(specs);
+  const auto transport = make(3, 192);
+  BufferPool pool(192, 5, kPoison);
+  EXPECT_EQ(wsb::test::error_text([&] { StreamAligner(layout, *transport, pool, ReceiveMode::Ahead); }),
+            "refit: receive buffer pool has 5 buffers, 3 ranks need 6 (two each to receive ahead)");
+}
+
+TEST_P(RefitAligner, AReceiveAheadStillRunningIsCancelledWhenTheAlignerGoes) {
+  // Rank 0 sends one of its two buckets and then waits: the aligner, gone after its first batch, must stop that
+  // rank's receive thread (its receiver cancelled, so the sender's next send fails) rather than wait for it.
+  std::vector<std::vector<TensorSpec>> specs(1);
+  for (size_t i = 0; i < 2; ++i) specs[0].push_back({fmt_name(i), DType::U8, {64}});
+  const auto shards = make_shards(specs);
+  hang_guard([&] {
+    RefitLayout layout(shards.specs);
+    const auto transport = make(1, 64);
+    BufferPool pool(64, 2, kPoison);
+    const auto plan = plan_buckets(0, shards.weights(0), 64);
+    ASSERT_EQ(plan.size(), 2u);
+    Bucket first;
+    first.entries = plan[0];
+    first.payload = shards.data[0][0];
+    transport->sender(0).send(std::move(first));
+    {
+      StreamAligner aligner(layout, *transport, pool, ReceiveMode::Ahead);
+      const AlignedBatch* b = aligner.next();
+      ASSERT_NE(b, nullptr);
+      EXPECT_EQ(b->names.size(), 1u);
+    }
+    Bucket second;
+    second.entries = plan[1];
+    second.payload = shards.data[0][1];
+    EXPECT_EQ(wsb::test::error_text([&] { transport->sender(0).send(std::move(second)); }),
+              "refit: rank 0: receiver gave up: refit: the receivers stopped");
+    EXPECT_EQ(pool.outstanding(), 0u);
+  });
+}
+
 TEST_P(RefitAligner, PayloadIndexIsTheRankOnEveryThread) {
-  // Shards filled with their rank id; four receiver threads, each must see only its own id.
+  // Shards filled with their rank id; four receiver threads, each must see only its own id, each receiving ahead on
+  // a thread of its own.
   std::mt19937 rng(7);
   const int ranks = 4;
   const auto shards = make_shards(random_specs(rng, ranks, 25, 700), /*fill_rank_id=*/true);
   hang_guard([&] {
     RefitLayout layout(shards.specs);
     const auto transport = make(ranks, 1024);
-    BufferPool pool(1024, ranks, kPoison);
-    StreamAligner aligner(layout, *transport, pool);
+    BufferPool pool(1024, 2 * ranks, kPoison);
+    StreamAligner aligner(layout, *transport, pool, ReceiveMode::Ahead);
     RankReceiverGroup group(aligner);
     Senders senders(shards, 1024, *transport);
     std::vector<uint64_t> weights_seen(ranks, 0);

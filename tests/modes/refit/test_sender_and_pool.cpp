@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "models/layout/tp_layout.hpp"
@@ -26,30 +29,88 @@ TEST(RefitSender, PacksWeightsInOrderAtAlignedOffsetsAcrossDtypes) {
   EXPECT_EQ(plan[1], (std::vector<WireEntry>{{{"z", DType::U8, {100}}, 0, 100}, {{"w", DType::I64, {2}}, 128, 16}}));
 }
 
-/// A sender endpoint that records what it is sent and lends back a dirty buffer of its own as the spare payload.
+/// A sender endpoint that records what it is sent and lends back a dirty buffer of its own as the spare payload
+/// (none when `lends` is false). Thread-safe: with send-ahead, send() runs on another thread than spare_payload().
 class RecordingTransport final : public Transport, public SenderEndpoint {
  public:
-  explicit RecordingTransport(uint64_t bucket) : bucket_(bucket) {}
+  explicit RecordingTransport(uint64_t bucket, bool lends = true) : bucket_(bucket), lends_(lends) {}
   int ranks() const override { return 1; }
   uint64_t bucket_size_bytes() const override { return bucket_; }
   SenderEndpoint& sender(int) override { return *this; }
   ReceiverEndpoint& receiver(int) override { throw std::logic_error("sender only"); }
   void send(Bucket bucket) override {
+    std::lock_guard lock(mu_);
     sent_data.push_back(bucket.payload.data());
     sent.push_back(bucket);
+    senders.insert(std::this_thread::get_id());
+    if (!lends_) return;
     spare_ = std::move(bucket.payload);
     std::fill(spare_.begin(), spare_.end(), uint8_t{0xEE});  // stale bytes the next bucket must not carry
   }
-  void finish() override {}
+  void finish() override { finished = true; }
   void fail(const std::string&) noexcept override {}
-  std::vector<uint8_t> spare_payload() override { return std::exchange(spare_, {}); }
+  std::vector<uint8_t> spare_payload() override {
+    std::lock_guard lock(mu_);
+    return std::exchange(spare_, {});
+  }
   std::vector<Bucket> sent;
   std::vector<const uint8_t*> sent_data;
+  std::set<std::thread::id> senders;  ///< threads send() ran on
+  bool finished = false;
 
  private:
   uint64_t bucket_;
+  bool lends_;
+  std::mutex mu_;
   std::vector<uint8_t> spare_;
 };
+
+TEST(RefitSender, PackingInPiecesEqualsPackingWhole) {
+  // Uneven weights and 64 B alignment gaps, packed in 64 B pieces by three threads into a dirty buffer: every piece
+  // boundary falls inside a weight or a gap somewhere.
+  std::vector<TensorSpec> specs;
+  for (int i = 0; i < 9; ++i) specs.push_back({fmt_name(static_cast<size_t>(i)), DType::U8, {37 + 91 * i}});
+  const auto shards = make_shards({specs});
+  const auto plan = plan_buckets(0, shards.weights(0), 1 << 16);
+  ASSERT_EQ(plan.size(), 1u);
+  std::vector<uint8_t> whole;
+  pack_bucket(plan[0], shards.weights(0), whole, nullptr);
+  std::vector<uint8_t> expected(plan[0].back().offset + plan[0].back().bytes, 0);
+  for (size_t k = 0; k < plan[0].size(); ++k) {
+    std::copy(shards.data[0][k].begin(), shards.data[0][k].end(), expected.begin() + plan[0][k].offset);
+  }
+  EXPECT_EQ(whole, expected);
+  WorkPool pool(3);
+  std::vector<uint8_t> pieces(expected.size() + 500, 0xEE);
+  pack_bucket(plan[0], shards.weights(0), pieces, &pool, 64);
+  EXPECT_EQ(pieces, expected);
+}
+
+TEST(RefitSender, SendAheadAndOwnBuffersSendTheSameBuckets) {
+  std::vector<TensorSpec> specs;
+  for (int i = 0; i < 6; ++i) specs.push_back({fmt_name(static_cast<size_t>(i)), DType::BF16, {10 + i}});
+  const auto shards = make_shards({specs});
+  RecordingTransport plain(100);
+  stream_shard(0, shards.weights(0), 100, plain);
+  // The transport lends nothing back: the sender packs into its own two buffers, then allocates.
+  RecordingTransport ahead(100, /*lends=*/false);
+  std::vector<std::vector<uint8_t>> own(2, std::vector<uint8_t>(100, 0xEE));
+  const std::set<const uint8_t*> own_data{own[0].data(), own[1].data()};
+  WorkPool pool(2);
+  stream_shard(0, shards.weights(0), 100, ahead, SendOptions{.pack_pool = &pool, .buffers = &own, .send_ahead = true});
+  ASSERT_EQ(ahead.sent.size(), plain.sent.size());
+  ASSERT_EQ(ahead.sent.size(), 3u);  // two weights per 100 B bucket (at 0 and 64)
+  for (size_t b = 0; b < plain.sent.size(); ++b) {
+    EXPECT_EQ(ahead.sent[b].entries, plain.sent[b].entries) << "bucket " << b;
+    EXPECT_EQ(ahead.sent[b].payload, plain.sent[b].payload) << "bucket " << b;
+  }
+  EXPECT_TRUE(own.empty());
+  EXPECT_TRUE(own_data.contains(ahead.sent_data[0]));
+  EXPECT_TRUE(own_data.contains(ahead.sent_data[1]));
+  EXPECT_EQ(ahead.senders.size(), 1u);
+  EXPECT_FALSE(ahead.senders.contains(std::this_thread::get_id()));  // sent from the send-ahead thread
+  EXPECT_TRUE(ahead.finished);
+}
 
 TEST(RefitSender, PacksIntoTheTransportsSparePayloadWithZeroedGaps) {
   // Three buckets of two weights each: 20 B at 0 and 32 B at 64 (a 44 B gap), in buckets of 100 B.

@@ -30,7 +30,7 @@ Bucket bucket_of(const std::vector<TensorSpec>& specs) {
 /// Rank `bad` sends `bad_stream` (then finishes unless `finish_bad` is false, in which case it fails with
 /// "trainer rank lost"); the other ranks send their full shard in one bucket. Returns each rank's error text.
 std::vector<std::string> run_case(const TransportFactory& make, int bad, const std::vector<Bucket>& bad_stream,
-                                  bool finish_bad = true) {
+                                  bool finish_bad, ReceiveMode mode) {
   std::vector<std::vector<TensorSpec>> specs;
   for (int r = 0; r < kRanks; ++r) specs.push_back(rank_specs(r));
   std::vector<std::string> errors;
@@ -50,8 +50,8 @@ std::vector<std::string> run_case(const TransportFactory& make, int bad, const s
     } else {
       transport.sender(bad).fail("trainer rank lost");
     }
-    BufferPool pool(kBucket, kRanks, kPoison);
-    StreamAligner aligner(layout, transport, pool);
+    BufferPool pool(kBucket, (mode == ReceiveMode::Ahead ? 2 : 1) * kRanks, kPoison);
+    StreamAligner aligner(layout, transport, pool, mode);
     RankReceiverGroup group(aligner);
     errors = on_every_rank(kRanks, [&](int rank) {
       while (group.next(rank)) {
@@ -65,8 +65,12 @@ std::vector<std::string> all(const std::string& text) { return std::vector<std::
 
 class RefitStreamErrors : public ::testing::TestWithParam<NamedTransport> {
  protected:
+  /// The errors of the case, which receiving ahead (each rank on its own thread) must raise word for word as well.
   std::vector<std::string> run(int bad, const std::vector<Bucket>& bad_stream, bool finish_bad = true) const {
-    return run_case(GetParam().make, bad, bad_stream, finish_bad);
+    const auto inline_errors = run_case(GetParam().make, bad, bad_stream, finish_bad, ReceiveMode::Inline);
+    EXPECT_EQ(run_case(GetParam().make, bad, bad_stream, finish_bad, ReceiveMode::Ahead), inline_errors)
+        << "receiving ahead";
+    return inline_errors;
   }
 };
 

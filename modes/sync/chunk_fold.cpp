@@ -1,0 +1,89 @@
+#include "modes/sync/chunk_fold.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+
+namespace wsb {
+namespace {
+
+// Bytes advanced through every step at a time: the block stays in L2 while each step's mask or positions are
+// applied to it and while it is hashed and scanned.
+constexpr size_t kBlock = 1 << 18;
+
+}  // namespace
+
+TensorChunkFold::TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec, std::string expected,
+                                 uint32_t version)
+    : spec_(spec), expected_(std::move(expected)), version_(version), scanner_(spec) {
+  steps_.reserve(plan.steps.size());
+  for (const auto& step : plan.steps) {
+    Step s;
+    if (step->manifest().encoding == DeltaEncoding::Xor) {
+      s.xor_mask.emplace(step->payload(spec.name), spec.bytes(), spec.name);
+    } else {
+      s.overwrite = decode_delta(DeltaEncoding::Overwrite, step->payload(spec.name), spec.bytes(), spec.name);
+    }
+    steps_.push_back(std::move(s));
+  }
+}
+
+void TensorChunkFold::apply(std::span<uint8_t> chunk) {
+  const uint64_t size = spec_.bytes();
+  if (chunk.size() > size - position_) {
+    throw Error(ErrorKind::State, fmt::format("tensor '{}': chunk of {} bytes at offset {} runs past its {} bytes",
+                                              spec_.name, chunk.size(), position_, size));
+  }
+  if (position_ % 8 != 0) {
+    throw Error(ErrorKind::State, fmt::format("tensor '{}': chunk at offset {} does not start on a code word",
+                                              spec_.name, position_));
+  }
+  for (size_t at = 0; at < chunk.size(); at += kBlock) apply_block(chunk.subspan(at, std::min(kBlock, chunk.size() - at)));
+}
+
+void TensorChunkFold::apply_block(std::span<uint8_t> block) {
+  const uint64_t begin = position_, end = position_ + block.size();
+  for (Step& s : steps_) {
+    if (s.xor_mask) {
+      s.xor_mask->apply(block);
+      continue;
+    }
+    // Positions are strictly increasing (decode_delta checked): the block's are a contiguous run from `next`.
+    const auto& positions = s.overwrite.positions;
+    for (; s.next < positions.size() && positions[s.next] < end; ++s.next) {
+      block[positions[s.next] - begin] = s.overwrite.values[s.next];
+    }
+  }
+  hasher_.update(block);
+  if (!invalid_code_) {
+    CodeScanner scan = scanner_;  // the block starts on a code word; a last partial word is the tensor's tail
+    scan.advance(block, block.size());
+    invalid_code_ = scan.found();
+  }
+  position_ = end;
+}
+
+void TensorChunkFold::finish(const std::function<std::vector<uint8_t>()>& final_bytes) {
+  if (position_ != spec_.bytes()) {
+    throw Error(ErrorKind::State, fmt::format("tensor '{}': folded {} of {} bytes", spec_.name, position_,
+                                              spec_.bytes()));
+  }
+  for (Step& s : steps_) {
+    if (s.xor_mask) s.xor_mask->finish();
+  }
+  const std::string actual = hasher_.hex();
+  if (actual != expected_) {
+    throw Error(ErrorKind::Checksum, fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}",
+                                                 spec_.name, version_string(version_), actual, expected_));
+  }
+  // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would still
+  // reach the engine, so the codes are validated before anything live can see them.
+  if (invalid_code_) {
+    const std::vector<uint8_t> bytes = final_bytes();
+    check_codes(spec_, bytes, fmt::format("publication {}", version_string(version_)));
+  }
+}
+
+}  // namespace wsb
