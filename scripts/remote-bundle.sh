@@ -2,7 +2,7 @@
 # Bundles built binaries for a remote GPU host that has no compiler (and no package registry, no xxhash.h or
 # httplib.h), so the tree is built here and only the results of the build travel.
 #
-# Usage: scripts/remote-bundle.sh [BUILD_DIR]        (default: build)
+# Usage: [WSBENCH_CARRY_TESTS=REGEX] scripts/remote-bundle.sh [BUILD_DIR]        (default: build)
 #
 # Steps:
 #   1. read the source directory the build was configured from (CMakeCache.txt's CMAKE_HOME_DIRECTORY; the build may
@@ -31,16 +31,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-rm -rf .carry && mkdir -p .carry/tests .carry/bench .carry/src/tests .carry/src/models
+rm -rf .carry && mkdir -p .carry/tests .carry/bench
 echo "$source_dir" > .carry/SOURCE_DIR
 echo "$build" > .carry/BUILD_DIR
-cp -r "$source_dir/tests/fixtures" .carry/src/tests/
-cp -r "$source_dir/models/profiles" .carry/src/models/
-cp -r "$source_dir/matrices" .carry/src/
-(cd "$source_dir" && find docs/validation -name '*results*.json' -exec cp --parents {} "$OLDPWD/.carry/src/" \;)
+# WSBENCH_CARRY_SRC=1: also copy the fixtures, profiles, matrices and validation results into .carry/src/, for a
+# remote host that gets .carry/ without the checkout; by default the checkout that travels beside .carry/ serves them.
+if [ "${WSBENCH_CARRY_SRC:-0}" = 1 ]; then
+  mkdir -p .carry/src/tests .carry/src/models
+  cp -r "$source_dir/tests/fixtures" .carry/src/tests/
+  cp -r "$source_dir/models/profiles" .carry/src/models/
+  cp -r "$source_dir/matrices" .carry/src/
+  (cd "$source_dir" && find docs/validation -name '*results*.json' -exec cp --parents {} "$OLDPWD/.carry/src/" \;)
+fi
 
 cp "$build/wsbench" .carry/
-find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -exec cp {} .carry/tests/ \;
+# WSBENCH_CARRY_TESTS=REGEX: only the test executables whose name matches (the carry is limited in size).
+find "$build/tests" -maxdepth 1 -type f -name 'test_*' -perm -u+x -regextype egrep -regex ".*/(${WSBENCH_CARRY_TESTS:-.*})" \
+  -exec cp {} .carry/tests/ \;
 find "$build/bench" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .carry/bench/ \; 2>/dev/null || true
 strip --strip-all .carry/wsbench .carry/tests/* .carry/bench/* 2>/dev/null || true
 for lib in libbenchmark.so.1debian libcpp-httplib.so.0.11; do

@@ -16,6 +16,8 @@
 #   serve-cuda     matrices/serve-cuda.json (wsbench serve on the CUDA backend, driven over HTTP)
 #   interop        tests/interop/interop_check.py against torch + safetensors
 #   bench          every benchmark executable (.carry/bench/bench_<name>, 240 s each), Google Benchmark JSON
+#   bench=NAME[,FILTER]  .carry/bench/bench_NAME alone (the benchmarks matching FILTER), JSON as bench_NAME.json;
+#                  settings the benchmark reads from the environment (WSBENCH_PREPARE_SIZE, TMPDIR, ...) pass through
 #   bench-device   bench_device alone, with --short
 #   h200=REGEX     matrices/h200.json, the cells whose id matches REGEX
 #   matrix=NAME[,REGEX]  matrices/NAME.json (its cells whose id matches REGEX), results under logs/NAME/
@@ -45,12 +47,14 @@ mkdir -p "$out"
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(tests physics smoke smoke-cuda interop bench)
 # Tests were compiled with absolute fixture/profile paths of the build host's checkout: recreate that path.
+# The sources are .carry/src/ when the bundle copied them (WSBENCH_CARRY_SRC=1), else this checkout.
 source_dir=$(cat .carry/SOURCE_DIR)
-mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$PWD/.carry/src" "$source_dir"
-export WSBENCH_PROFILES=$PWD/.carry/src/models/profiles
+src=$PWD/.carry/src; [ -d "$src" ] || src=$PWD
+mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$src" "$source_dir"
+export WSBENCH_PROFILES=$src/models/profiles
 # Tests that run the real executable find it in the build host's build directory (source/build by default).
 # (The checkout may sit at that very path on the remote host, without the ignored build/: link it there too.)
-mkdir -p .carry/src/build && ln -sf "$PWD/.carry/wsbench" .carry/src/build/wsbench
+mkdir -p "$src/build" && { [ -e "$src/build/wsbench" ] || ln -sf "$PWD/.carry/wsbench" "$src/build/wsbench"; }
 mkdir -p "$source_dir/build" && { [ -e "$source_dir/build/wsbench" ] || ln -sf "$PWD/.carry/wsbench" "$source_dir/build/wsbench"; }
 if [ -f .carry/BUILD_DIR ]; then
   build_dir=$(cat .carry/BUILD_DIR)
@@ -79,12 +83,15 @@ run_step() {
     smoke) .carry/wsbench run matrices/smoke.json --filter /native/ --out "$out/logs/smoke" > "$out/logs/smoke.txt" 2>&1; echo "smoke rc $?"; tail -30 "$out/logs/smoke.txt" ;;
     smoke-cuda) .carry/wsbench run matrices/smoke-cuda.json --out "$out/logs/smoke-cuda" > "$out/logs/smoke-cuda.txt" 2>&1; echo "smoke-cuda rc $?"; tail -40 "$out/logs/smoke-cuda.txt" ;;
     serve-cuda) .carry/wsbench run matrices/serve-cuda.json --out "$out/logs/serve-cuda" > "$out/logs/serve-cuda.txt" 2>&1; echo "serve-cuda rc $?"; tail -40 "$out/logs/serve-cuda.txt" ;;
-    interop) PYTHONUNBUFFERED=1 python3 tests/interop/interop_check.py --wsbench .carry/wsbench --profiles .carry/src/models/profiles --out "$out/logs/interop" > "$out/logs/interop.txt" 2>&1; echo "interop rc $?"; tail -25 "$out/logs/interop.txt" ;;
+    interop) PYTHONUNBUFFERED=1 python3 tests/interop/interop_check.py --wsbench .carry/wsbench --profiles "$src/models/profiles" --out "$out/logs/interop" > "$out/logs/interop.txt" 2>&1; echo "interop rc $?"; tail -25 "$out/logs/interop.txt" ;;
     bench)
       for b in .carry/bench/bench_*; do
         [[ "$b" == *.so* ]] && continue
         timeout 240 "$b" --benchmark_format=console --benchmark_out="$out/logs/$(basename "$b").json" --benchmark_out_format=json > "$out/logs/$(basename "$b").txt" 2>&1; echo "$(basename "$b") rc $?"; tail -25 "$out/logs/$(basename "$b").txt"
       done ;;
+    bench=*) spec=${step#bench=}; name=${spec%%,*}; filter=.
+      [[ "$spec" == *,* ]] && filter=${spec#*,}
+      .carry/bench/bench_$name --benchmark_filter="$filter" --benchmark_format=console --benchmark_out="$out/logs/bench_$name.json" --benchmark_out_format=json > "$out/logs/bench_$name.txt" 2>&1; echo "bench_$name rc $?"; tail -40 "$out/logs/bench_$name.txt" ;;
     h200=*) regex=${step#h200=}
       # Results go straight under $out/logs so the cells that finished survive a step ended at its limit; the trial
       # workdirs (stores, checkpoints) live in /tmp behind a link and are never packed.
@@ -116,7 +123,7 @@ for spec in "${steps[@]}"; do
   step=${spec%@*}; limit=600
   [[ "$spec" == *@* ]] && limit=${spec##*@}
   t0=$(date +%s)
-  export out
+  export out src
   timeout --kill-after=5 "$limit" bash -c "$(declare -f run_step); run_step '$step'" || echo "step $step ended with $? (limit $limit s)"
   echo "step $step: $(( $(date +%s) - t0 )) s"
 done

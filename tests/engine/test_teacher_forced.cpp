@@ -59,7 +59,7 @@ std::vector<Case> cases() {
   for (const char* fixture :
        {"hf-llama-tiny", "hf-llama-tiny-step1", "hf-glm4_moe-tiny", "hf-glm4_moe-tiny-step1", "hf-glm4_moe-tiny-fp8",
         "hf-glm4_moe-tiny-fp8-step1", "hf-deepseek_v3-tiny", "hf-deepseek_v3-tiny-step1", "hf-gpt_oss-tiny",
-        "hf-gpt_oss-tiny-step1", "hf-gpt_oss-tiny-mxfp4"}) {
+        "hf-gpt_oss-tiny-step1", "hf-gpt_oss-tiny-mxfp4", "hf-kimi-tiny-nvfp4"}) {
     for (const char* backend : {"cpu", "cuda"}) {
       for (int tp : {1, 2, 4}) out.push_back({fixture, backend, tp});
     }

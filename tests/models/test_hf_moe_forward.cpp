@@ -1,20 +1,22 @@
 // The MoE reference forwards against transformers: each tiny checkpoint of tests/fixtures (made by
 // make_hf_tiny.py with transformers 5.17), loaded through profile_from_hf_dir + CheckpointReader + the TP layout,
 // gives transformers' float32 teacher-forced logits (expected_logits.json) at TP 1, 2 and 4 within 1e-5, as the
-// llama forward does for hf-llama-tiny (test_forward.cpp). hf-kimi-tiny-nvfp4 gives gate and up different NVFP4
-// global scales, which the fused w13 layout refuses (the last test). The gpt_oss fixtures (BF16 experts written by
+// llama forward does for hf-llama-tiny (test_forward.cpp); a copy of hf-kimi-tiny-nvfp4 whose gate and up differ in
+// their NVFP4 global scale is refused by the fused w13 layout (the last test). The gpt_oss fixtures (BF16 experts written by
 // transformers' save_pretrained, and the same weights quantized to MXFP4 in the openai/gpt-oss layout) pin what
 // synthetic weights cannot: YaRN RoPE with its attention factor, sinks, the sliding window of layer 0, the gate/up
 // interleave of the experts and the clamped SwiGLU.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/forward/forward.hpp"
 #include "tests/models/moe_forward_test_util.hpp"
+#include "tests/support/checkpoint_copy.hpp"
 #include "tests/support/error_checks.hpp"
 
 namespace wsb {
@@ -74,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          std::string("hf-glm4_moe-tiny-fp8"), std::string("hf-glm4_moe-tiny-fp8-step1"),
                                          std::string("hf-deepseek_v3-tiny"), std::string("hf-deepseek_v3-tiny-step1"),
                                          std::string("hf-gpt_oss-tiny"), std::string("hf-gpt_oss-tiny-step1"),
-                                         std::string("hf-gpt_oss-tiny-mxfp4")),
+                                         std::string("hf-gpt_oss-tiny-mxfp4"), std::string("hf-kimi-tiny-nvfp4")),
                        ::testing::Values(1, 2, 4)),
     [](const auto& info) {
       std::string name = std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));
@@ -84,11 +86,19 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(HfMoeForwardKimi, DifferingGateAndUpGlobalScalesAreRefusedByTheFusedW13Layout) {
-  // hf-kimi-tiny-nvfp4 quantizes gate_proj and up_proj of each expert with their own weight_scale_2, but the NVFP4
-  // layout runs w13 as one GEMM with one alpha per expert (FlashInfer CUTLASS; SGLang's ModelOptNvFp4FusedMoEMethod
-  // warns "w1_weight_scale_2 must match w3_weight_scale_2" and keeps the gate's). The checkpoint itself is
-  // well-formed; loading its experts is refused naming both tensors.
-  const std::filesystem::path dir = kFixtures / "hf-kimi-tiny-nvfp4";
+  // The NVFP4 layout runs w13 as one GEMM with one alpha per expert (FlashInfer CUTLASS; SGLang's
+  // ModelOptNvFp4FusedMoEMethod warns "w1_weight_scale_2 must match w3_weight_scale_2" and keeps the gate's), so
+  // exporters give gate_proj and up_proj one global scale (llm-compressor update_fused_layer_weight_global_scales).
+  // A checkpoint where they differ is well-formed, but loading its experts is refused naming both tensors.
+  test::TempDir tmp;
+  const std::filesystem::path dir = tmp / "kimi";
+  test::copy_checkpoint(kFixtures / "hf-kimi-tiny-nvfp4", dir);
+  const std::string up = "language_model.model.layers.1.mlp.experts.0.up_proj.weight_scale_2";
+  test::edit_checkpoint_tensor(dir, up, [](test::EditableTensor& t) {
+    const float half = 0.5f;
+    ASSERT_EQ(t.bytes.size(), sizeof half);
+    std::memcpy(t.bytes.data(), &half, sizeof half);
+  });
   const ModelProfile p = profile_from_hf_dir(dir);
   EXPECT_EQ(p.quantization, "nvfp4");
   EXPECT_EQ(p.tensor_prefix, "language_model.");
@@ -96,10 +106,8 @@ TEST(HfMoeForwardKimi, DifferingGateAndUpGlobalScalesAreRefusedByTheFusedW13Layo
   test::expect_error([&] { test::RankImages(p, 1, [&](const std::string& n) { return reader.data(n); }); },
                      ErrorKind::Mismatch,
                      {"storage 'model.layers.1.mlp.experts.w13_weight_scale_2': transform 'nvfp4_w13_scale_2': "
-                      "weight_scale_2 of 'language_model.model.layers.1.mlp.experts.0.gate_proj.weight_scale_2' "
-                      "(0.00011044457) differs from "
-                      "'language_model.model.layers.1.mlp.experts.0.up_proj.weight_scale_2' (0.000115530835); the "
-                      "fused w13 GEMM needs one"});
+                      "weight_scale_2 of 'language_model.model.layers.1.mlp.experts.0.gate_proj.weight_scale_2' (",
+                      ") differs from '" + up + "' (0.5); the fused w13 GEMM needs one"});
 }
 
 }  // namespace

@@ -229,10 +229,12 @@ TEST(CheckpointPublisher, RefusesCheckpointsOfAnotherArchitectureNamingTheField)
   const fs::path b = dir / "b";
   test::copy_checkpoint(kStep1, b);
   test::edit_config(b, [](nlohmann::json& c) { c["num_hidden_layers"] = 2; });
+  // Each directory is first checked against its own config.json: the third layer's tensors are then extra.
   EXPECT_EQ(refused({kTiny, b}, dir / "s1", ErrorKind::Mismatch),
-            fmt::format("{}/config.json: field 'num_hidden_layers' is 2 but {}/config.json has 3: consecutive "
-                        "checkpoints must be one architecture",
-                        b.string(), kTiny.string()));
+            fmt::format("{0}/model.safetensors: tensor 'model.layers.2.input_layernorm.weight' (BF16 [64]) is not "
+                        "part of the llama model {0}/config.json describes",
+                        b.string()));
+  // A field that changes no tensor passes that check and is caught comparing the two configs.
   test::edit_config(b, [](nlohmann::json& c) {
     c["num_hidden_layers"] = 3;
     c["rope_parameters"]["rope_theta"] = 10000.0;
@@ -271,12 +273,16 @@ TEST(CheckpointPublisher, RefusesMismatchedTensorsNamingTheTensor) {
   test::copy_checkpoint(kStep1, dtype);
   test::edit_checkpoint_tensor(dtype, q, [](test::EditableTensor& t) { t.spec.dtype = DType::F16; });
   EXPECT_EQ(refused({kTiny, dtype}, dir / "s1", ErrorKind::Mismatch),
-            fmt::format("{}: tensor '{}' is F16 [64, 64], the model expects BF16 [64, 64]", dtype.string(), q));
+            fmt::format("{0}/model.safetensors: tensor '{1}': expected BF16 [64, 64] from {0}/config.json, found F16 "
+                        "[64, 64]",
+                        dtype.string(), q));
   const fs::path shape = dir / "shape";
   test::copy_checkpoint(kStep1, shape);
   test::edit_checkpoint_tensor(shape, q, [](test::EditableTensor& t) { t.spec.shape = {32, 128}; });
   EXPECT_EQ(refused({kTiny, shape}, dir / "s2", ErrorKind::Mismatch),
-            fmt::format("{}: tensor '{}' is BF16 [32, 128], the model expects BF16 [64, 64]", shape.string(), q));
+            fmt::format("{0}/model.safetensors: tensor '{1}': expected BF16 [64, 64] from {0}/config.json, found "
+                        "BF16 [32, 128]",
+                        shape.string(), q));
   const fs::path extra = dir / "extra";
   test::copy_checkpoint(kStep1, extra);
   test::rewrite_shard(extra / "model.safetensors",
@@ -284,11 +290,13 @@ TEST(CheckpointPublisher, RefusesMismatchedTensorsNamingTheTensor) {
                         tensors.push_back({TensorSpec{"model.rotary_emb.inv_freq", DType::F32, {8}},
                                            std::vector<uint8_t>(32, 0)});
                       });
-  EXPECT_EQ(refused({kTiny, extra}, dir / "s3", ErrorKind::Mismatch),
-            fmt::format("{}: tensor 'model.rotary_emb.inv_freq' is not in {}", extra.string(), kTiny.string()));
-  // The first checkpoint lacking a tensor the second has: named from the second's side.
-  EXPECT_EQ(refused({extra, kTiny}, dir / "s4", ErrorKind::Mismatch),
-            fmt::format("{}: tensor 'model.rotary_emb.inv_freq' of {} is missing", kTiny.string(), extra.string()));
+  const std::string not_part = fmt::format(
+      "{0}/model.safetensors: tensor 'model.rotary_emb.inv_freq' (F32 [8]) is not part of the llama model "
+      "{0}/config.json describes",
+      extra.string());
+  EXPECT_EQ(refused({kTiny, extra}, dir / "s3", ErrorKind::Mismatch), not_part);
+  // First or second in the list: the directory holding the tensor is the one named.
+  EXPECT_EQ(refused({extra, kTiny}, dir / "s4", ErrorKind::Mismatch), not_part);
 }
 
 TEST(CheckpointPublisher, RefusesAMissingShardAndAnIndexNamingAnAbsentTensor) {
