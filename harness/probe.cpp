@@ -70,6 +70,27 @@ double ProbeClient::wait_for_version(uint32_t version, double timeout_s, int cou
   return -1;
 }
 
+double ProbeClient::wait_for_sent_after(double after, int count, double idle_timeout_s) const {
+  double last_arrival = steady_seconds();
+  size_t seen_samples = 0;
+  while (steady_seconds() < last_arrival + idle_timeout_s) {
+    {
+      std::lock_guard lock(mu_);
+      // Only a response arriving moves the deadline: a slow engine that still answers is waited for.
+      if (samples_.size() > seen_samples) {
+        seen_samples = samples_.size();
+        last_arrival = steady_seconds();
+      }
+      int seen = 0;
+      for (const auto& s : samples_) {
+        if (s.error.empty() && s.sent > after && ++seen == count) return s.received;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return -1;
+}
+
 double max_step_gap(const std::vector<ProbeSample>& samples) {
   std::vector<double> times;
   for (const auto& s : samples) times.insert(times.end(), s.step_times.begin(), s.step_times.end());

@@ -124,7 +124,9 @@ void update_under_probe(EngineClient& client, uint32_t from, uint32_t target, bo
   }
   if (o.window.prepare_end == 0) o.prepare_peaks = prepare_sampler.stop();
   if (o.commit_sampled) o.commit_peaks = commit_sampler.stop();
-  if (o.update_error.empty()) probe.wait_for_version(target, 30.0, 3);
+  // Two responses to requests sent after the commit returned (probes_after_commit needs one; the check of their
+  // version is the verifier's), waiting as long as the engine keeps answering.
+  if (o.update_error.empty()) probe.wait_for_sent_after(o.window.commit_end, 2, 30.0);
   probe.stop();
   o.samples = probe.samples();
 }

@@ -81,10 +81,17 @@ uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards) {
   constexpr uint64_t kMiB = 1ull << 20;
   if (requested != 0) return requested;
   uint64_t largest = 0;
+  uint64_t largest_rank = 0;  // a rank's whole stream in one bucket, entries at their wire alignment
   for (const auto& rank : shards) {
-    for (const ShardSlice& s : rank) largest = std::max(largest, s.spec.bytes());
+    uint64_t stream = 0;
+    for (const ShardSlice& s : rank) {
+      largest = std::max(largest, s.spec.bytes());
+      stream = align_up(stream, kEntryAlignment) + s.spec.bytes();
+    }
+    largest_rank = std::max(largest_rank, stream);
   }
-  return std::max(64 * kMiB, align_up(largest, kMiB));
+  // Never larger than one rank's whole stream: a small model gets small buffers (each is faulted in at boot).
+  return std::min(std::max(64 * kMiB, align_up(largest, kMiB)), align_up(largest_rank, kMiB));
 }
 
 void pack_bucket(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, std::vector<uint8_t>& payload,

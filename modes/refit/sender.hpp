@@ -39,7 +39,8 @@ struct RankStreamPlan {
 std::vector<RankStreamPlan> plan_rank_streams(const RankShards& shards, uint64_t bucket_size_bytes);
 
 /// The bucket size a refit uses: `requested` when non-zero, else the largest shard of any rank rounded up to MiB, at
-/// least 64 MiB (one bucket holds any weight, and buckets stay large enough to amortize a hand-off).
+/// least 64 MiB (one bucket holds any weight, and buckets stay large enough to amortize a hand-off), but at most the
+/// largest rank's whole stream rounded up to MiB (bytes; a tiny model needs no 64 MiB buffers).
 uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards);
 
 /// How a sender rank packs and sends.

@@ -149,11 +149,15 @@ TEST(CheckpointCommands, TheCheckpointsMatrixPassesEveryCheck) {
       for (const auto& check : trial["checks"]) EXPECT_TRUE(check["pass"].get<bool>()) << check.dump();
     }
   }
-  EXPECT_EQ(ids, (std::vector<std::string>{
-                     "hf:hf-llama-tiny/disk/native/tp2", "hf:hf-llama-tiny/cpu/native/tp2",
-                     "hf:hf-llama-tiny/refit+inproc/native/tp2", "hf:hf-llama-tiny..hf-llama-tiny-step1/disk/native/tp2",
-                     "hf:hf-llama-tiny..hf-llama-tiny-step1/cpu/native/tp2",
-                     "hf:hf-llama-tiny..hf-llama-tiny-step1/refit+inproc/native/tp2"}));
+  // Every family: the tiny Llama on its own weights, each real AdamW pair, gpt_oss MXFP4 and Kimi NVFP4; every mode.
+  std::vector<std::string> expected;
+  for (const char* model :
+       {"hf-llama-tiny", "hf-llama-tiny..hf-llama-tiny-step1", "hf-glm4_moe-tiny..hf-glm4_moe-tiny-step1",
+        "hf-glm4_moe-tiny-fp8..hf-glm4_moe-tiny-fp8-step1", "hf-deepseek_v3-tiny..hf-deepseek_v3-tiny-step1",
+        "hf-gpt_oss-tiny..hf-gpt_oss-tiny-step1", "hf-gpt_oss-tiny-mxfp4", "hf-kimi-tiny-nvfp4"}) {
+    for (const char* mode : {"disk", "cpu", "refit+inproc"}) expected.push_back(fmt::format("hf:{}/{}/native/tp2", model, mode));
+  }
+  EXPECT_EQ(ids, expected);
   EXPECT_NE(test::read_bytes(dir / "out" / "report.md").find("## Publications"), std::string::npos);
 }
 

@@ -154,11 +154,40 @@ TEST(RefitSender, PlansTheTinyLlamaStreamsPerRank) {
             (std::vector<RankStreamPlan>{{.buckets = 4, .bytes = 427264}, {.buckets = 4, .bytes = 427264}}));
   EXPECT_EQ(plan_rank_streams(shards, 262144),
             (std::vector<RankStreamPlan>{{.buckets = 2, .bytes = 427264}, {.buckets = 2, .bytes = 427264}}));
-  // bucket_bytes 0: the mode's default, one 64 MiB bucket per rank.
-  EXPECT_EQ(refit_bucket_bytes(0, shards), 64ull << 20);
+  // bucket_bytes 0: the mode's default, one bucket per rank, no larger than a rank's stream rounded up to MiB.
+  EXPECT_EQ(refit_bucket_bytes(0, shards), 1ull << 20);
   EXPECT_EQ(refit_bucket_bytes(131072, shards), 131072u);
   EXPECT_EQ(plan_rank_streams(shards, refit_bucket_bytes(0, shards)),
             (std::vector<RankStreamPlan>{{.buckets = 1, .bytes = 427264}, {.buckets = 1, .bytes = 427264}}));
+}
+
+/// Shards whose weights are BF16 [rows, 512] (1 KiB per row), `rows` per weight, one vector per rank.
+RankShards shards_of_rows(const std::vector<std::vector<int64_t>>& ranks) {
+  RankShards shards(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    for (size_t i = 0; i < ranks[r].size(); ++i) {
+      ShardSlice s;
+      s.spec = {"w" + std::to_string(i), DType::BF16, {ranks[r][i], 512}};
+      shards[r].push_back(s);
+    }
+  }
+  return shards;
+}
+
+TEST(RefitSender, DefaultBucketHoldsTheLargestWeightAndNeverExceedsARanksStream) {
+  constexpr int64_t kMiBRows = 1024;  // rows of 1 KiB
+  // 3 x 40 MiB on a rank: 64 MiB (the floor), below the 120 MiB stream.
+  EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{40 * kMiBRows, 40 * kMiBRows, 40 * kMiBRows}})), 64ull << 20);
+  // A 100 MiB weight: 100 MiB; 100 MiB + 1 KiB: rounded up to 101 MiB.
+  EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{100 * kMiBRows}, {kMiBRows}})), 100ull << 20);
+  EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{100 * kMiBRows + 1, 100 * kMiBRows}})), 101ull << 20);
+  // Ranks of 10 MiB and 20 MiB + 1 KiB: the larger stream rounded up, 21 MiB.
+  EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{5 * kMiBRows, 5 * kMiBRows}, {20 * kMiBRows, 1}})), 21ull << 20);
+  // Entries sit at 64 B alignment: three 1-row weights of 1 KiB fit; the stream counts that padding.
+  EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{1, 1, 1}})), 1ull << 20);
+  const RankShards small = shards_of_rows({{7 * kMiBRows, 3}, {kMiBRows}});
+  EXPECT_EQ(plan_rank_streams(small, refit_bucket_bytes(0, small)),
+            (std::vector<RankStreamPlan>{{.buckets = 1, .bytes = (7u << 20) + 3072}, {.buckets = 1, .bytes = 1u << 20}}));
 }
 
 TEST(RefitSender, RefusesBytesDisagreeingWithTheSpec) {
