@@ -13,8 +13,13 @@
 // buffers allocated once); 0 is how it streamed before (each copy on one thread, one receive buffer per rank, the
 // receive of a bucket after the placing of the one before). Counters: GB/s per rank, and floor_ratio against one
 // host memcpy of every rank's bytes on `threads` threads (the target: >= 10 GB/s per rank at TP 1).
+// WSBENCH_REFIT_STREAM_MIB: MiB per rank of the one-rank cases (default 1024; the two-rank case streams half each);
+// CI's short run sets 64.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -128,7 +133,7 @@ void BM_RefitStream(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(1));
   const int threads = static_cast<int>(state.range(2));
   const bool parallel = state.range(3) == 1;
-  const uint64_t bucket = 256ull << 20;
+  const uint64_t bucket = std::min<uint64_t>(256, mib) << 20;  // 256 MiB, or the whole image when smaller
   static std::map<std::pair<int, uint64_t>, std::unique_ptr<StreamShards>> cache;
   auto& slot = cache[{ranks, mib}];
   if (!slot) slot = std::make_unique<StreamShards>(ranks, mib);
@@ -201,16 +206,32 @@ void BM_RefitStream(benchmark::State& state) {
   state.counters["floor_ratio"] = benchmark::Counter(static_cast<double>(total) / (it->second * 1e9) * state.iterations(),
                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_RefitStream)
-    ->ArgNames({"mib_per_rank", "ranks", "threads", "parallel"})
-    // 1 GiB per rank is enough for a GB/s per rank; larger images only lengthen CI's short run past its limit.
-    ->Args({1024, 1, 2, 0})
-    ->Args({1024, 1, 2, 1})
-    ->Args({1024, 1, 16, 0})
-    ->Args({1024, 1, 16, 1})
-    ->Args({512, 2, 16, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+/// Registers BM_RefitStream with images of `mib` MiB per rank (1 GiB is enough for a GB/s per rank).
+void register_refit_stream(int64_t mib) {
+  benchmark::RegisterBenchmark("BM_RefitStream", BM_RefitStream)
+      ->ArgNames({"mib_per_rank", "ranks", "threads", "parallel"})
+      ->Args({mib, 1, 2, 0})
+      ->Args({mib, 1, 2, 1})
+      ->Args({mib, 1, 16, 0})
+      ->Args({mib, 1, 16, 1})
+      ->Args({mib / 2, 2, 16, 1})
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
 
 }  // namespace
-BENCHMARK_MAIN();
+
+int main(int argc, char** argv) {
+  const char* env = std::getenv("WSBENCH_REFIT_STREAM_MIB");
+  const int64_t mib = env != nullptr ? std::atoll(env) : 1024;
+  if (mib < 2) {
+    std::fprintf(stderr, "bench_refit: WSBENCH_REFIT_STREAM_MIB must be an integer >= 2 (got '%s')\n", env);
+    return 2;
+  }
+  register_refit_stream(mib);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
