@@ -103,13 +103,18 @@ BENCHMARK(BM_RefitAlign)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-/// One rank's shard of `mib` MiB in weights of 64 MiB (a last shorter one), BF16.
+/// Weights of a stream of `mib` MiB per rank: 64 MiB, or a quarter of a smaller image, so a bucket holds one.
+uint64_t stream_weight_mib(uint64_t mib) { return std::min<uint64_t>(64, std::max<uint64_t>(1, mib / 4)); }
+
+/// One rank's shard of `mib` MiB in weights of stream_weight_mib (a last shorter one), BF16.
 struct StreamShards {
   std::vector<std::vector<wsb::TensorSpec>> specs;
   std::vector<std::vector<uint8_t>> data;  // per rank, weights back to back
   uint64_t rank_bytes = 0;
+  uint64_t weight_bytes = 0;  // every weight but the last
   StreamShards(int ranks, uint64_t mib) : specs(ranks), data(ranks) {
-    const uint64_t weight_mib = 64;
+    const uint64_t weight_mib = stream_weight_mib(mib);
+    weight_bytes = weight_mib << 20;
     for (int r = 0; r < ranks; ++r) {
       for (uint64_t at = 0, i = 0; at < mib; at += weight_mib, ++i) {
         const uint64_t rows = std::min(weight_mib, mib - at) * 128;  // 128 rows of 4096 BF16 per MiB
@@ -133,7 +138,8 @@ void BM_RefitStream(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(1));
   const int threads = static_cast<int>(state.range(2));
   const bool parallel = state.range(3) == 1;
-  const uint64_t bucket = std::min<uint64_t>(256, mib) << 20;  // 256 MiB, or the whole image when smaller
+  // 256 MiB, or a quarter of a small image: the stream always hands over several buckets.
+  const uint64_t bucket = std::min<uint64_t>(256, std::max<uint64_t>(stream_weight_mib(mib), mib / 4)) << 20;
   static std::map<std::pair<int, uint64_t>, std::unique_ptr<StreamShards>> cache;
   auto& slot = cache[{ranks, mib}];
   if (!slot) slot = std::make_unique<StreamShards>(ranks, mib);
@@ -172,7 +178,7 @@ void BM_RefitStream(benchmark::State& state) {
         receivers.emplace_back([&, r] {
           while (auto batch = group.next(r)) {
             for (size_t k = 0; k < batch->weights.size(); ++k) {
-              const uint64_t offset = (batch->first_weight + k) * (64ull << 20);  // every weight but the last is 64 MiB
+              const uint64_t offset = (batch->first_weight + k) * shards.weight_bytes;
               const auto bytes = batch->weights[k].bytes;
               wsb::parallel_copy(work, std::span<uint8_t>(images[r]).subspan(offset, bytes.size()), bytes);
             }
@@ -223,9 +229,10 @@ void register_refit_stream(int64_t mib) {
 
 int main(int argc, char** argv) {
   const char* env = std::getenv("WSBENCH_REFIT_STREAM_MIB");
-  const int64_t mib = env != nullptr ? std::atoll(env) : 1024;
-  if (mib < 2) {
-    std::fprintf(stderr, "bench_refit: WSBENCH_REFIT_STREAM_MIB must be an integer >= 2 (got '%s')\n", env);
+  char* end = nullptr;
+  const int64_t mib = env != nullptr ? std::strtoll(env, &end, 10) : 1024;
+  if (mib < 8 || (env != nullptr && (end == env || *end != '\0'))) {
+    std::fprintf(stderr, "bench_refit: WSBENCH_REFIT_STREAM_MIB must be an integer >= 8 (got '%s')\n", env);
     return 2;
   }
   register_refit_stream(mib);

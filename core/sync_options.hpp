@@ -35,7 +35,8 @@ struct CpuSyncOptions {
 /// refit mode settings.
 struct RefitSyncOptions {
   RefitTransport transport = RefitTransport::Inproc;
-  /// Bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB, at least 64 MiB).
+  /// Bucket size both sides use, bytes (0: the largest shard rounded up to 1 MiB, at least 64 MiB, at most one rank's whole
+  /// stream rounded up to 1 MiB).
   uint64_t bucket_bytes = 0;
   /// cuda-ipc: the host GPU id of the engine's local GPU 0 (SGLang's --base-gpu-id).
   int base_gpu_id = 0;

@@ -72,23 +72,24 @@ double ProbeClient::wait_for_version(uint32_t version, double timeout_s, int cou
 
 double ProbeClient::wait_for_sent_after(double after, int count, double idle_timeout_s) const {
   double last_arrival = steady_seconds();
-  size_t seen_samples = 0;
-  while (steady_seconds() < last_arrival + idle_timeout_s) {
+  size_t scanned = 0;
+  for (;;) {
     {
       std::lock_guard lock(mu_);
-      // Only a response arriving moves the deadline: a slow engine that still answers is waited for.
-      if (samples_.size() > seen_samples) {
-        seen_samples = samples_.size();
-        last_arrival = steady_seconds();
+      // Only an answer moves the deadline: a slow engine that still answers is waited for, one that only fails (the
+      // probe retries every few ms) is not. New samples are looked at before the deadline, so a waiter starved for a
+      // while still finds the answers that arrived meanwhile.
+      for (; scanned < samples_.size(); ++scanned) {
+        if (samples_[scanned].error.empty()) last_arrival = steady_seconds();
       }
       int seen = 0;
       for (const auto& s : samples_) {
         if (s.error.empty() && s.sent > after && ++seen == count) return s.received;
       }
     }
+    if (steady_seconds() >= last_arrival + idle_timeout_s) return -1;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  return -1;
 }
 
 double max_step_gap(const std::vector<ProbeSample>& samples) {

@@ -42,7 +42,7 @@ class ProbeClient {
   /// Blocks until a response at `version` arrived or `timeout_s` passed; returns its receive time or -1.
   double wait_for_version(uint32_t version, double timeout_s, int count = 1) const;
   /// Blocks until `count` error-free responses whose request was sent after `after` (steady_seconds()) arrived;
-  /// returns the last one's receive time, or -1 once `idle_timeout_s` passed without any response arriving. Waiting
+  /// returns the last one's receive time, or -1 once `idle_timeout_s` passed without an error-free response. Waiting
   /// on responses at the target alone is not enough: requests sent before the commit returned can be served at the
   /// target (the engine switches before the client sees the commit's reply), and on a loaded host the one in flight
   /// across the commit can be the last one the probe sends.

@@ -50,6 +50,11 @@ steps=("$@")
 # The sources are .carry/src/ when the bundle copied them (WSBENCH_CARRY_SRC=1), else this checkout.
 source_dir=$(cat .carry/SOURCE_DIR)
 src=$PWD/.carry/src; [ -d "$src" ] || src=$PWD
+if [ "$src" = "$PWD" ] && [ -f .carry/SOURCE_COMMIT ]; then
+  here=$(git rev-parse HEAD 2>/dev/null || true)  # a copy without .git cannot tell
+  [ -z "$here" ] || [ "$here" = "$(cat .carry/SOURCE_COMMIT)" ] ||
+    echo "warning: binaries built from $(cat .carry/SOURCE_COMMIT), this checkout is at $here: fixtures and matrices are this checkout's"
+fi
 mkdir -p "$(dirname "$source_dir")" && [ -e "$source_dir" ] || ln -s "$src" "$source_dir"
 export WSBENCH_PROFILES=$src/models/profiles
 # Tests that run the real executable find it in the build host's build directory (source/build by default).
@@ -91,7 +96,7 @@ run_step() {
       done ;;
     bench=*) spec=${step#bench=}; name=${spec%%,*}; filter=.
       [[ "$spec" == *,* ]] && filter=${spec#*,}
-      .carry/bench/bench_$name --benchmark_filter="$filter" --benchmark_format=console --benchmark_out="$out/logs/bench_$name.json" --benchmark_out_format=json > "$out/logs/bench_$name.txt" 2>&1; echo "bench_$name rc $?"; tail -40 "$out/logs/bench_$name.txt" ;;
+      ".carry/bench/bench_$name" --benchmark_filter="$filter" --benchmark_format=console --benchmark_out="$out/logs/bench_$name.json" --benchmark_out_format=json > "$out/logs/bench_$name.txt" 2>&1; echo "bench_$name rc $?"; tail -40 "$out/logs/bench_$name.txt" ;;
     h200=*) regex=${step#h200=}
       # Results go straight under $out/logs so the cells that finished survive a step ended at its limit; the trial
       # workdirs (stores, checkpoints) live in /tmp behind a link and are never packed.

@@ -91,7 +91,7 @@ uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards) {
     largest_rank = std::max(largest_rank, stream);
   }
   // Never larger than one rank's whole stream: a small model gets small buffers (each is faulted in at boot).
-  return std::min(std::max(64 * kMiB, align_up(largest, kMiB)), align_up(largest_rank, kMiB));
+  return std::min(std::max(64 * kMiB, align_up(largest, kMiB)), std::max(kMiB, align_up(largest_rank, kMiB)));
 }
 
 void pack_bucket(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, std::vector<uint8_t>& payload,

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "core/phase_log.hpp"
@@ -15,12 +16,13 @@
 namespace wsb {
 namespace {
 
-/// Answers every generate after `delay` at the version currently set; `hold()` makes the next calls block until
-/// `release()`. Every other call is refused: the probe client only generates.
+/// Answers every generate after `delay` at the version currently set (or throws while `fail`); `hold()` makes the next
+/// calls block until `release()`. Every other call is refused: the probe client only generates.
 class ScriptedEngine : public EngineClient {
  public:
   explicit ScriptedEngine(std::chrono::milliseconds delay) : delay_(delay) {}
   std::atomic<uint32_t> version{0};
+  std::atomic<bool> fail{false};  ///< every generate throws
   void hold() {
     std::lock_guard lock(mu_);
     held_ = true;
@@ -38,6 +40,7 @@ class ScriptedEngine : public EngineClient {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return !held_; });
     }
+    if (fail) throw std::runtime_error("engine down");
     GenerateResponse r;
     r.weight_version = version.load();
     return r;
@@ -81,16 +84,29 @@ TEST(ProbeClient, WaitAfterCommitIgnoresTargetResponsesRequestedBeforeTheCommitR
 }
 
 TEST(ProbeClient, WaitAfterCommitWaitsForASlowEngineThatStillAnswers) {
-  // Each response takes 60 ms, longer than the idle timeout's share of the wait for three of them (180 ms > 100 ms):
-  // a deadline from the start of the wait would give up, one that moves with every arrival does not.
-  ScriptedEngine engine(std::chrono::milliseconds(60));
+  // Each response takes 100 ms; five of them take 500 ms, well past the 300 ms idle timeout: a deadline from the start
+  // of the wait gives up, one that moves with every answer does not.
+  ScriptedEngine engine(std::chrono::milliseconds(100));
   ProbeClient probe(engine);
   probe.start();
   const double t0 = steady_seconds();
-  const double got = probe.wait_for_sent_after(t0, 3, 0.1);
+  const double got = probe.wait_for_sent_after(t0, 5, 0.3);
   probe.stop();
-  EXPECT_GT(got, t0 + 0.15);
-  EXPECT_GE(sent_after(probe.samples(), t0, 0), 3);
+  EXPECT_GT(got, t0 + 0.4);
+  EXPECT_GE(sent_after(probe.samples(), t0, 0), 5);
+}
+
+TEST(ProbeClient, WaitAfterCommitGivesUpWhenTheEngineOnlyFails) {
+  // A probe retries a failed request every few milliseconds: failures must not keep the wait alive.
+  ScriptedEngine engine(std::chrono::milliseconds(1));
+  engine.fail = true;
+  ProbeClient probe(engine);
+  probe.start();
+  const double t0 = steady_seconds();
+  EXPECT_EQ(probe.wait_for_sent_after(t0, 1, 0.2), -1);
+  EXPECT_LT(steady_seconds() - t0, 5.0);
+  probe.stop();
+  EXPECT_FALSE(probe.samples().empty());
 }
 
 TEST(ProbeClient, WaitAfterCommitGivesUpWhenTheEngineStopsAnswering) {

@@ -183,8 +183,15 @@ TEST(RefitSender, DefaultBucketHoldsTheLargestWeightAndNeverExceedsARanksStream)
   EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{100 * kMiBRows + 1, 100 * kMiBRows}})), 101ull << 20);
   // Ranks of 10 MiB and 20 MiB + 1 KiB: the larger stream rounded up, 21 MiB.
   EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{5 * kMiBRows, 5 * kMiBRows}, {20 * kMiBRows, 1}})), 21ull << 20);
-  // Entries sit at 64 B alignment: three 1-row weights of 1 KiB fit; the stream counts that padding.
-  EXPECT_EQ(refit_bucket_bytes(0, shards_of_rows({{1, 1, 1}})), 1ull << 20);
+  // Entries sit at 64 B alignment: 1 MiB - 2 B then 2 B need 1 MiB + 62 B, so 2 MiB; unpadded they would fit 1 MiB.
+  RankShards padded(1, std::vector<ShardSlice>(2));
+  padded[0][0].spec = {"a", DType::BF16, {1, 524287}};
+  padded[0][1].spec = {"b", DType::BF16, {1, 1}};
+  EXPECT_EQ(refit_bucket_bytes(0, padded), 2ull << 20);
+  EXPECT_EQ(plan_rank_streams(padded, refit_bucket_bytes(0, padded)),
+            (std::vector<RankStreamPlan>{{.buckets = 1, .bytes = (1u << 20)}}));
+  // No weights at all: 1 MiB, never 0.
+  EXPECT_EQ(refit_bucket_bytes(0, RankShards(2)), 1ull << 20);
   const RankShards small = shards_of_rows({{7 * kMiBRows, 3}, {kMiBRows}});
   EXPECT_EQ(plan_rank_streams(small, refit_bucket_bytes(0, small)),
             (std::vector<RankStreamPlan>{{.buckets = 1, .bytes = (7u << 20) + 3072}, {.buckets = 1, .bytes = 1u << 20}}));
