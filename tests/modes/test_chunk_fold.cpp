@@ -15,6 +15,7 @@
 #include "modes/sync/delta_fold.hpp"
 #include "publication/delta_codec.hpp"
 #include "publication/publication.hpp"
+#include "tests/support/publication_writes.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -48,32 +49,12 @@ Canonical moved(const Canonical& base, size_t first, size_t stride) {
   return out;
 }
 
-void write_full(const Store& store, const Canonical& tensors) {
-  PublicationManifest manifest;
-  manifest.version = 0;
-  PublicationWriter writer(store.update_dir(0), manifest, 1 << 20, true, false);
-  for (const TensorSpec& t : kTensors) writer.add(t, tensors.at(t.name), xxh3_128_hex(tensors.at(t.name)));
-  writer.commit();
-}
+void write_full(const Store& store, const Canonical& tensors) { test::write_full_publication(store, tensors, kTensors); }
 
 /// DELTA `version` from `base` to `target`; `checksums` overrides the target checksum of a tensor.
 void write_delta(const Store& store, uint32_t version, DeltaEncoding encoding, const Canonical& base,
                  const Canonical& target, const std::map<std::string, std::string>& checksums = {}) {
-  PublicationManifest manifest;
-  manifest.version = version;
-  manifest.kind = PublicationKind::Delta;
-  manifest.base_version = version - 1;
-  manifest.encoding = encoding;
-  manifest.compression_format = "zstd";
-  PublicationWriter writer(store.update_dir(version), manifest, 1 << 20, true, false);
-  for (const TensorSpec& t : kTensors) {
-    Bytes payload = encode_delta(encoding, base.at(t.name), target.at(t.name), 1);
-    TensorSpec spec{t.name, DType::U8, {static_cast<int64_t>(payload.size())}};
-    auto it = checksums.find(t.name);
-    writer.add(spec, std::move(payload), it != checksums.end() ? it->second : xxh3_128_hex(target.at(t.name)));
-  }
-  writer.commit();
-  store.advance_latest(version);
+  test::write_delta_publication(store, version, encoding, base, target, kTensors, checksums);
 }
 
 /// Folds `plan` into a copy of `base` through a TensorChunkFold, `chunk` bytes per call.

@@ -12,6 +12,7 @@
 #include "publisher/publisher.hpp"
 #include "publication/publication.hpp"
 #include "modes/sync/delta_fold.hpp"
+#include "tests/support/publication_writes.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -41,30 +42,13 @@ Canonical version0() {
 }
 
 void write_full(const Store& store, const Canonical& tensors, const std::vector<TensorSpec>& specs = kTensors) {
-  PublicationManifest manifest;
-  manifest.version = 0;
-  PublicationWriter writer(store.update_dir(0), manifest, 1 << 20, true, false);
-  for (const TensorSpec& t : specs) writer.add(t, tensors.at(t.name), xxh3_128_hex(tensors.at(t.name)));
-  writer.commit();
+  test::write_full_publication(store, tensors, specs);
 }
 
 /// DELTA `version` from `base` to `target`, every checksum that of the target bytes (so it matches).
 void write_delta(const Store& store, uint32_t version, DeltaEncoding encoding, const Canonical& base,
                  const Canonical& target, const std::vector<TensorSpec>& specs = kTensors) {
-  PublicationManifest manifest;
-  manifest.version = version;
-  manifest.kind = PublicationKind::Delta;
-  manifest.base_version = version - 1;
-  manifest.encoding = encoding;
-  manifest.compression_format = "zstd";
-  PublicationWriter writer(store.update_dir(version), manifest, 1 << 20, true, false);
-  for (const TensorSpec& t : specs) {
-    Bytes payload = encode_delta(encoding, base.at(t.name), target.at(t.name), 1);
-    TensorSpec spec{t.name, DType::U8, {static_cast<int64_t>(payload.size())}};
-    writer.add(spec, std::move(payload), xxh3_128_hex(target.at(t.name)));
-  }
-  writer.commit();
-  store.advance_latest(version);
+  test::write_delta_publication(store, version, encoding, base, target, specs);
 }
 
 class FoldRejectsInvalidCodes : public ::testing::TestWithParam<DeltaEncoding> {};
