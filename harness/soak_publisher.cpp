@@ -26,12 +26,7 @@ SoakPublisher::SoakPublisher(ModelProfile profile, fs::path store, uint64_t seed
 
 uint32_t SoakPublisher::publish_next(bool identity) {
   const uint32_t version = version_ + 1;
-  PublicationManifest manifest;
-  manifest.version = version;
-  manifest.base_version = version_;
-  manifest.kind = PublicationKind::Delta;
-  manifest.encoding = encoding_;
-  manifest.compression_format = "zstd";
+  const PublicationManifest manifest = delta_manifest(version, encoding_);
   const Store store(store_);
   PublicationWriter writer(store.update_dir(version), manifest, 2ull << 30, /*atomic=*/true, /*fsync=*/false);
   std::vector<uint8_t> base;

@@ -21,6 +21,17 @@ const std::string* find_field(const CheckpointIndex& index, const std::string& k
 
 }  // namespace
 
+PublicationManifest delta_manifest(uint32_t version, DeltaEncoding encoding, PayloadFraming framing) {
+  PublicationManifest manifest;
+  manifest.version = version;
+  manifest.kind = PublicationKind::Delta;
+  manifest.base_version = version - 1;
+  manifest.encoding = encoding;
+  manifest.framing = framing;
+  manifest.compression_format = std::string(compression_format_name(framing));
+  return manifest;
+}
+
 PublicationManifest parse_manifest(const CheckpointIndex& index, const std::string& origin) {
   PublicationManifest manifest;
   const std::string* version = find_field(index, "version");

@@ -32,6 +32,11 @@ struct PublicationManifest {
   std::string checksum_format = "xxh3-128";
 };
 
+/// The manifest of DELTA `version` (>= 1) on base `version` - 1: `encoding`, and compression_format named from
+/// `framing` ("zstd" or "zstd-frames").
+PublicationManifest delta_manifest(uint32_t version, DeltaEncoding encoding,
+                                   PayloadFraming framing = PayloadFraming::OneFrame);
+
 /// Checks index metadata against the rules above and returns the manifest. `origin` names the index file in
 /// errors. Throws Error(Format) naming the field: 'version' missing or not 6 digits, 'delta_encoding' not
 /// xor/overwrite, 'base_version' missing on a DELTA or not 6 digits, 'compression_format' missing on a DELTA or

@@ -39,15 +39,6 @@ void check_free_range(const Store& store, uint32_t last) {
   }
 }
 
-PublicationManifest delta_manifest(uint32_t version, DeltaEncoding encoding) {
-  PublicationManifest manifest;
-  manifest.version = version;
-  manifest.kind = PublicationKind::Delta;
-  manifest.base_version = version - 1;
-  manifest.encoding = encoding;
-  manifest.compression_format = "zstd";
-  return manifest;
-}
 
 void count_elements(const std::vector<TensorSpec>& tensors, PublicationStats& stats) {
   for (const TensorSpec& t : tensors) {

@@ -51,16 +51,12 @@ void check_range(const PublishOptions& options, const Store& store) {
 }
 
 PublicationManifest manifest_for(uint32_t version, DeltaEncoding encoding, uint64_t frame_bytes) {
-  PublicationManifest manifest;
-  manifest.version = version;
-  if (version > 0) {
-    manifest.kind = PublicationKind::Delta;
-    manifest.base_version = version - 1;
-    manifest.encoding = encoding;
-    manifest.framing = frame_bytes == 0 ? PayloadFraming::OneFrame : PayloadFraming::Frames;
-    manifest.compression_format = std::string(compression_format_name(manifest.framing));
+  if (version == 0) {
+    PublicationManifest full;
+    full.version = 0;
+    return full;
   }
-  return manifest;
+  return delta_manifest(version, encoding, frame_bytes == 0 ? PayloadFraming::OneFrame : PayloadFraming::Frames);
 }
 
 /// The tensor at `first - 1`, verified against the published base so deltas never extend a different model.

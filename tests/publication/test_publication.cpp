@@ -408,6 +408,24 @@ TEST(PublicationHelpers, NamesAndSplits) {
                                                                       {"checksum_format", "xxh3-128"}}));
 }
 
+TEST(PublicationManifest, DeltaManifestNamesItsBaseEncodingAndFraming) {
+  EXPECT_EQ(manifest_metadata(delta_manifest(4, DeltaEncoding::Xor)),
+            (std::map<std::string, std::string>{{"version", "000004"},
+                                                {"base_version", "000003"},
+                                                {"delta_encoding", "xor"},
+                                                {"compression_format", "zstd"},
+                                                {"checksum_format", "xxh3-128"}}));
+  const PublicationManifest framed = delta_manifest(1, DeltaEncoding::Overwrite, PayloadFraming::Frames);
+  EXPECT_EQ(framed.kind, PublicationKind::Delta);
+  EXPECT_EQ(framed.base_version, std::optional<uint32_t>(0));
+  EXPECT_EQ(framed.framing, PayloadFraming::Frames);
+  EXPECT_EQ(manifest_metadata(framed), (std::map<std::string, std::string>{{"version", "000001"},
+                                                                           {"base_version", "000000"},
+                                                                           {"delta_encoding", "overwrite"},
+                                                                           {"compression_format", "zstd-frames"},
+                                                                           {"checksum_format", "xxh3-128"}}));
+}
+
 TEST(PublicationWriter, WritesReadablePublicationAtomically) {
   TempDir tmp;
   Store store(tmp.path());

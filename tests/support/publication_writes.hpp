@@ -30,13 +30,7 @@ inline void write_delta_publication(const Store& store, uint32_t version, DeltaE
                                     const CanonicalBytes& base, const CanonicalBytes& target,
                                     const std::vector<TensorSpec>& specs,
                                     const std::map<std::string, std::string>& checksums = {}) {
-  PublicationManifest manifest;
-  manifest.version = version;
-  manifest.kind = PublicationKind::Delta;
-  manifest.base_version = version - 1;
-  manifest.encoding = encoding;
-  manifest.compression_format = "zstd";
-  PublicationWriter writer(store.update_dir(version), manifest, 1 << 20, true, false);
+  PublicationWriter writer(store.update_dir(version), delta_manifest(version, encoding), 1 << 20, true, false);
   for (const TensorSpec& t : specs) {
     std::vector<uint8_t> payload = encode_delta(encoding, base.at(t.name), target.at(t.name), 1);
     const TensorSpec spec{t.name, DType::U8, {static_cast<int64_t>(payload.size())}};
