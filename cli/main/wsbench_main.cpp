@@ -168,7 +168,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cuda", "host"}));
   refit_sender->group("");  // internal: started by the engine with its job on fd 3 (modes/refit/sender_job.hpp)
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error is bad input, exit 2 like the errors found in input files
+    // (CLI11's own codes, 105-110, would say nothing to a script).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   try {
     if (profiles.empty()) profiles = wsb::default_profiles_dir();
     if (*models) return wsb::cmd_models(profiles, models_tp, std::cout, std::cerr);

@@ -113,6 +113,10 @@ TEST(CheckpointCommands, BadInputExitsTwoNamingTheFileAndField) {
        "1,17,42)\n"},
       {fmt::format("forward '{}' --tokens 1 --json -", type.string()),
        fmt::format("{}/config.json: field 'model_type'", type.string())},
+      // Usage errors the argument parser finds are bad input too: exit 2, not the parser's own codes.
+      {fmt::format("forward '{}' --tokens 1", kTiny.string()), "--json is required\n"},
+      {fmt::format("publish --from-checkpoints '{}' '{}' --store '{}' --bogus", kTiny.string(), kStep1.string(), store),
+       "The following argument was not expected: --bogus\n"},
   };
   for (const auto& [args, expected] : cases) {
     SCOPED_TRACE(args);
