@@ -13,7 +13,8 @@
 //   "medium": llama-3.1-8b-bf16 TP 1 cut to its first layer (2.3 GB, the real embedding and lm_head), one delta and
 //           catch-up 0->3: the llama ratios on a small machine (about 8 GB of RAM).
 // WSBENCH_PREPARE_THREADS: prepare threads (default: the hardware's). Axes: target (1 = one delta, 3 = catch-up
-// 0->3) and frame_bytes (0 = one zstd frame per payload, the fork's "zstd"; 32 MiB = "zstd-frames").
+// 0->3), frame_bytes (0 = one zstd frame per payload, the fork's "zstd"; 32 MiB = "zstd-frames") and encoding
+// (0 = xor, 1 = overwrite: the delta encodings of the publication format).
 // Counters: canonical_GB; apply_verify_s, transform_s, plan_stage_s; floor_GBps (memcpy, same threads) and
 // floor_ratio = (apply_verify + transform) / (canonical bytes / floor); s_per_GB of the same time.
 #include <benchmark/benchmark.h>
@@ -36,6 +37,7 @@
 #include "models/layout/tp_layout.hpp"
 #include "models/profile/profile.hpp"
 #include "modes/cpu/cpu_mode.hpp"
+#include "publication/delta_codec.hpp"
 #include "publication/store.hpp"
 #include "publisher/publisher.hpp"
 
@@ -65,7 +67,7 @@ double floor_gbps(uint64_t bytes, int threads) {
 }
 
 /// A published store (v0 FULL, v1..v3 DELTA) and a cpu mode over it, kept while consecutive runs use the same
-/// (cell, frame_bytes): only one lives at a time (a full-size llama holds 32 GB).
+/// (cell, frame_bytes, encoding): only one lives at a time (a full-size llama holds 32 GB).
 struct Fixture {
   fs::path dir;
   wsb::ModelProfile profile;
@@ -73,7 +75,7 @@ struct Fixture {
   std::unique_ptr<wsb::CheckpointReader> v0;
   uint64_t canonical_bytes = 0;
 
-  Fixture(const Cell& cell, uint64_t frame_bytes, int threads) {
+  Fixture(const Cell& cell, uint64_t frame_bytes, wsb::DeltaEncoding encoding, int threads) {
     std::string leaf = cell.name;  // one directory: the destructor removes it whole
     std::replace(leaf.begin(), leaf.end(), '/', '-');
     dir = fs::temp_directory_path() / fmt::format("wsbench-prepare-{}-{}", ::getpid(), leaf);
@@ -87,6 +89,7 @@ struct Fixture {
     publish.last_version = 3;
     publish.seed = 11;
     publish.frame_bytes = frame_bytes;
+    publish.encoding = encoding;
     publish.threads = threads;
     wsb::publish(profile, publish);
     for (const auto& t : profile.canonical_tensors()) canonical_bytes += t.bytes();
@@ -107,13 +110,14 @@ struct Fixture {
   }
 };
 
-Fixture& fixture(const Cell& cell, uint64_t frame_bytes, int threads) {
+Fixture& fixture(const Cell& cell, uint64_t frame_bytes, wsb::DeltaEncoding encoding, int threads) {
   static std::unique_ptr<Fixture> current;
   static std::string key;
-  const std::string want = fmt::format("{}/{}/{}", cell.name, frame_bytes, threads);
+  const std::string want =
+      fmt::format("{}/{}/{}/{}", cell.name, frame_bytes, wsb::delta_encoding_name(encoding), threads);
   if (!current || key != want) {
     current.reset();  // free the previous one first
-    current = std::make_unique<Fixture>(cell, frame_bytes, threads);
+    current = std::make_unique<Fixture>(cell, frame_bytes, encoding, threads);
     key = want;
   }
   return *current;
@@ -122,8 +126,9 @@ Fixture& fixture(const Cell& cell, uint64_t frame_bytes, int threads) {
 void run_prepare(benchmark::State& state, const Cell& cell) {
   const auto target = static_cast<uint32_t>(state.range(0));
   const auto frame_bytes = static_cast<uint64_t>(state.range(1));
+  const auto encoding = state.range(2) == 0 ? wsb::DeltaEncoding::Xor : wsb::DeltaEncoding::Overwrite;
   const int threads = prepare_threads();
-  Fixture& f = fixture(cell, frame_bytes, threads);
+  Fixture& f = fixture(cell, frame_bytes, encoding, threads);
   double apply = 0, transform = 0, plan_stage = 0;
   for (auto _ : state) {
     wsb::PhaseLog load;
@@ -152,10 +157,12 @@ void run_prepare(benchmark::State& state, const Cell& cell) {
 void add(const Cell& cell, std::vector<int64_t> targets, int iterations) {
   auto* b = benchmark::RegisterBenchmark(("BM_CpuPrepare/" + cell.name).c_str(),
                                          [cell](benchmark::State& s) { run_prepare(s, cell); });
-  b->ArgNames({"target", "frame_bytes"});
+  b->ArgNames({"target", "frame_bytes", "encoding"});
   for (int64_t frames : {int64_t{0}, int64_t{32} << 20}) {
-    for (int64_t t : targets) b->Args({t, frames});
+    for (int64_t t : targets) b->Args({t, frames, 0});
   }
+  // An overwrite body is one frame under either framing: frame_bytes does not apply.
+  for (int64_t t : targets) b->Args({t, 0, 1});
   b->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
 }
 
