@@ -144,10 +144,10 @@ void DeviceDeltaCommit::finish_writes(PhaseLog& log) {
   uint64_t pack_bytes_total = 0;
   {
     ScopedPhase phase(log, "prepare.delta_pack", Floor::HostMemcpy);
-    changes = recorder_->finish();
+    changes = recorder_->finish(context_.threads);
     std::vector<size_t> uncovered;
     for (size_t i = 0; i < n; ++i) {
-      sums_[i] = base_sums_[i] + changes[i].digest_delta;
+      sums_[i] = changes[i].new_sum(base_sums_[i]);
       // A storage some write reached without the recorder: its changes are unknown, so it is copied in full, and
       // its digest is taken from the image.
       if (changes[i].covered_bytes != bytes_[i]) uncovered.push_back(i);

@@ -13,7 +13,8 @@
 //
 // Kept digests: digest64 is a sum of per-word terms, so the digest of the bytes a prepare built is the previous
 // one plus, for each changed word, the new word's term minus the old one's: no pass over an image, old or new.
-// Only when no recording was possible (the images did not hold the live bytes when the prepare began) are they
+// A dense storage (copied in full anyway) is digested from its new bytes instead, mostly while the recorder writes
+// them (delta_recorder.hpp). Only when no recording was possible (the images did not hold the live bytes when the prepare began) are they
 // recomputed from the images, so that the next update can stage again.
 #include <cstdint>
 #include <future>

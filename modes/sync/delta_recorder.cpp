@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "modes/sync/rank_image.hpp"
 #include "modes/sync/staged_delta.hpp"
+#include "modes/sync/work_queue.hpp"
 
 namespace wsb {
 namespace {
@@ -38,6 +39,10 @@ thread_local ThreadSlot t_slot;
 
 /// Entries a writer counts locally before adding them to its storage's total (and checking the dense limit).
 constexpr uint64_t kFlushEntries = 1024;
+/// A storage turns dense early once 1/kProjectAfter of it is written and its changes so far, projected over its
+/// size, pass kProjectMargin times its cap.
+constexpr uint64_t kProjectAfter = 16;
+constexpr double kProjectMargin = 2.0;
 
 struct Segment {
   size_t flat = 0;
@@ -51,6 +56,15 @@ struct Deferred {
   uint64_t word = 0;  ///< 64-bit word index in the storage
   uint64_t mask = 0;  ///< old ^ new of the bytes one write covered
 };
+
+/// 64-bit words [lo, hi) of storage `flat`.
+struct WordSpan {
+  size_t flat = 0;
+  uint64_t lo = 0, hi = 0;
+};
+
+/// Words digested from a dense storage's final image per work item in finish().
+constexpr uint64_t kSumPieceWords = 512 << 10;
 
 }  // namespace
 
@@ -70,7 +84,9 @@ struct DeltaRecorder::StorageState {
   std::atomic<uint64_t> changed{0};
   std::atomic<uint64_t> entries{0};
   std::atomic<uint64_t> covered{0};
+  std::atomic<uint64_t> found{0};  ///< changed 32-bit words found, staged or not (the dense test counts these)
   std::atomic<bool> dense{false};
+  std::atomic<uint64_t> dense_sum{0};  ///< digest64 terms of the whole words written once it was dense
   uint64_t cap = 0;  ///< most entries before the storage counts as dense
 };
 
@@ -84,6 +100,7 @@ struct DeltaRecorder::ThreadState {
   Segment open;
   bool has_open = false;
   std::vector<Deferred> deferred;
+  std::vector<WordSpan> compared;  ///< words this thread's writes reached while comparing (merged when adjacent)
   std::unique_ptr<uint8_t[]> scratch;
   uint64_t scratch_bytes = 0;
 
@@ -92,6 +109,19 @@ struct DeltaRecorder::ThreadState {
     segments.clear();
     has_open = false;
     deferred.clear();
+    compared.clear();
+  }
+  /// Words [lo, hi) of storage `flat` were written word by word (or share bytes with such a write).
+  void add_compared(size_t flat, uint64_t lo, uint64_t hi) {
+    if (!compared.empty()) {
+      WordSpan& last = compared.back();
+      // Consecutive chunks of one tensor reach consecutive words (or share the word between them).
+      if (last.flat == flat && lo >= last.lo && lo <= last.hi) {
+        last.hi = std::max(last.hi, hi);
+        return;
+      }
+    }
+    compared.push_back(WordSpan{flat, lo, hi});
   }
   void close_open() {
     if (has_open && open.count > 0) segments.push_back(open);
@@ -105,18 +135,20 @@ class DeltaRecorder::Writer {
   Writer(DeltaRecorder& r, ThreadState& t, size_t flat)
       : r_(r), t_(t), flat_(flat), state_(r.states_[flat]), group_(r.storages_[flat].group),
         size_(r.storages_[flat].image.size()) {
-    staging_ = group_ >= 0 && !state_.dense.load(std::memory_order_relaxed) &&
-               !r.groups_[static_cast<size_t>(group_)]->overflow.load(std::memory_order_relaxed);
+    staging_ = stageable() && !state_.dense.load(std::memory_order_relaxed);
   }
 
   /// 64-bit word `w` changed from `old_word` to `new_word` (zero-padded past the storage's end).
   void word(uint64_t w, uint64_t old_word, uint64_t new_word) {
     ++changed_;
     delta_ += digest64_term(new_word, w) - digest64_term(old_word, w);
-    if (!staging_) return;
     const uint64_t x = old_word ^ new_word;
-    if (static_cast<uint32_t>(x) != 0 && 8 * w + 4 <= size_) emit(2 * w, static_cast<uint32_t>(new_word));
-    if ((x >> 32) != 0 && 8 * w + 8 <= size_ && staging_) emit(2 * w + 1, static_cast<uint32_t>(new_word >> 32));
+    const bool low = static_cast<uint32_t>(x) != 0 && 8 * w + 4 <= size_;
+    const bool high = (x >> 32) != 0 && 8 * w + 8 <= size_;
+    found_ += static_cast<uint64_t>(low) + static_cast<uint64_t>(high);
+    if (low && staging_) emit(2 * w, static_cast<uint32_t>(new_word));
+    if (high && staging_) emit(2 * w + 1, static_cast<uint32_t>(new_word >> 32));
+    if (found_ >= kFlushEntries) flush_entries();
   }
 
   /// The eight whole words [w, w + 8) (inside the storage), of which those whose 32-bit halves are set in `halves`
@@ -128,8 +160,29 @@ class DeltaRecorder::Writer {
       ++changed_;
       delta_ += digest64_term(new_words[k], w + k) - digest64_term(old_words[k], w + k);
     }
-    if (!staging_) return;
     const int count = std::popcount(halves);
+    found_ += static_cast<uint64_t>(count);
+    if (staging_) stage_block(w, new_words, halves, count);
+    if (found_ >= kFlushEntries) flush_entries();
+  }
+
+  void flush() {
+    flush_entries();
+    if (changed_ != 0) state_.changed.fetch_add(changed_, std::memory_order_relaxed);
+    if (delta_ != 0) state_.delta.fetch_add(delta_, std::memory_order_relaxed);
+    changed_ = delta_ = 0;
+  }
+
+  /// The storage turned dense (seen by this writer's last flush): its remaining writes need no comparing.
+  bool dense() const { return dense_; }
+
+ private:
+  /// Its entries can go in a pack: word-addressable, and its area's pack has room.
+  bool stageable() const {
+    return group_ >= 0 && !r_.groups_[static_cast<size_t>(group_)]->overflow.load(std::memory_order_relaxed);
+  }
+
+  void stage_block(uint64_t w, const uint64_t* new_words, uint32_t halves, int count) {
     Group& g = *r_.groups_[static_cast<size_t>(group_)];
     ThreadState::Block& b = t_.blocks[static_cast<size_t>(group_)];
     const bool fast = t_.has_open && t_.open.flat == flat_ && t_.open.count + count <= kSegmentEntries &&
@@ -156,17 +209,8 @@ class DeltaRecorder::Writer {
     b.next += 8 * static_cast<uint64_t>(count);
     t_.open.count += static_cast<uint64_t>(count);
     pending_ += static_cast<uint64_t>(count);
-    if (pending_ >= kFlushEntries) flush_entries();
   }
 
-  void flush() {
-    flush_entries();
-    if (changed_ != 0) state_.changed.fetch_add(changed_, std::memory_order_relaxed);
-    if (delta_ != 0) state_.delta.fetch_add(delta_, std::memory_order_relaxed);
-    changed_ = delta_ = 0;
-  }
-
- private:
   void emit(uint64_t word, uint32_t value) {
     Group& g = *r_.groups_[static_cast<size_t>(group_)];
     ThreadState::Block& b = t_.blocks[static_cast<size_t>(group_)];
@@ -192,17 +236,32 @@ class DeltaRecorder::Writer {
     b.sum += digest64_term(entry, b.next / 8);
     b.next += 8;
     ++t_.open.count;
-    if (++pending_ == kFlushEntries) flush_entries();
+    ++pending_;
   }
 
   void flush_entries() {
-    if (pending_ == 0) return;
-    const uint64_t total = state_.entries.fetch_add(pending_, std::memory_order_relaxed) + pending_;
-    pending_ = 0;
-    if (total > state_.cap) {
-      state_.dense.store(true, std::memory_order_relaxed);
+    if (found_ == 0) return;
+    if (pending_ != 0) state_.entries.fetch_add(pending_, std::memory_order_relaxed);
+    const uint64_t total = state_.found.fetch_add(found_, std::memory_order_relaxed) + found_;
+    pending_ = found_ = 0;
+    // Dense: its entries would pass the cap, or it can never be staged (any change then means a full copy). Its
+    // writes from here on are plain copies, and its digest comes from its new bytes.
+    if (total > state_.cap || !stageable() || projected_dense(total)) state_.dense.store(true, std::memory_order_relaxed);
+    if (state_.dense.load(std::memory_order_relaxed)) {
+      dense_ = true;
       staging_ = false;
     }
+  }
+
+  /// Changes found in a large enough part of the storage already run at over twice the density the cap allows:
+  /// comparing on until the cap is passed (a quarter of the storage when every word changes) would only cost time.
+  /// `covered` counts ranges as they start, so the density seen errs low. A storage whose changes cluster in its
+  /// first part may be copied in full where it could have been staged; never wrongly staged.
+  bool projected_dense(uint64_t total) const {
+    const uint64_t covered = state_.covered.load(std::memory_order_relaxed);
+    return covered >= size_ / kProjectAfter &&
+           static_cast<double>(total) * static_cast<double>(size_) >
+               kProjectMargin * static_cast<double>(state_.cap) * static_cast<double>(covered);
   }
 
   DeltaRecorder& r_;
@@ -212,7 +271,10 @@ class DeltaRecorder::Writer {
   int group_;
   uint64_t size_;
   bool staging_ = false;
-  uint64_t changed_ = 0, delta_ = 0, pending_ = 0;
+  bool dense_ = false;
+  uint64_t changed_ = 0, delta_ = 0;
+  uint64_t found_ = 0;    ///< changed 32-bit words not yet added to the storage's count
+  uint64_t pending_ = 0;  ///< of them, entries written to the pack
 };
 
 DeltaRecorder::DeltaRecorder(std::vector<uint64_t> budgets, const HostPinner* pinner)
@@ -288,8 +350,12 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
   if (bytes == 0) return;
   states_[flat].covered.fetch_add(bytes, std::memory_order_relaxed);
   ThreadState& t = thread_state();
-  Writer writer(*this, t, flat);
   const uint64_t a = offset, b = offset + bytes;
+  if (states_[flat].dense.load(std::memory_order_relaxed)) {
+    record_dense<kCopy>(t, flat, a, b, other);
+    return;
+  }
+  Writer writer(*this, t, flat);
   // `other` holds the new bytes (copy) or the old ones (compare); the image the other side.
   auto old_at = [&](uint64_t p) { return kCopy ? image + p : other + (p - a); };
   auto new_at = [&](uint64_t p) { return kCopy ? other + (p - a) : image + p; };
@@ -318,13 +384,14 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
     ++w;
     if (8 * w >= b) {
       writer.flush();
+      t.add_compared(flat, a / 8, w);
       return;
     }
   }
   const uint64_t whole_end = b / 8;  // words [w, whole_end) end inside the range
   // Eight words (a 64-byte line) at a time: most lines of a sparse delta hold no change, and then nothing is
   // written.
-  for (; w + 8 <= whole_end; w += 8) {
+  while (w + 8 <= whole_end) {
     const uint8_t* old_line = old_at(8 * w);
     const uint8_t* new_line = new_at(8 * w);
     uint64_t o[8], v[8], any = 0;
@@ -333,7 +400,10 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
       v[k] = load64(new_line + 8 * k);
       any |= o[k] ^ v[k];
     }
-    if (any == 0) continue;
+    if (any == 0) {
+      w += 8;
+      continue;
+    }
     uint32_t halves = 0;
     for (int k = 0; k < 8; ++k) {
       const uint64_t x = o[k] ^ v[k];
@@ -342,6 +412,14 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
     }
     if constexpr (kCopy) std::memcpy(image + 8 * w, new_at(8 * w), 64);
     writer.block(w, o, v, halves);
+    w += 8;
+    if (writer.dense()) {
+      // The rest of the range is written as the storage's other writes now are.
+      writer.flush();
+      t.add_compared(flat, a / 8, w);
+      if (8 * w < b) record_dense<kCopy>(t, flat, 8 * w, b, kCopy ? other + (8 * w - a) : nullptr);
+      return;
+    }
   }
   for (; w < whole_end; ++w) whole(w);
   if (b % 8 != 0) {  // word b / 8, which the range enters
@@ -349,6 +427,23 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
     else partial(w, 8 * w, b);
   }
   writer.flush();
+  t.add_compared(flat, a / 8, (b + 7) / 8);
+}
+
+template <bool kCopy>
+void DeltaRecorder::record_dense(ThreadState& t, size_t flat, uint64_t a, uint64_t b, const uint8_t* src) {
+  uint8_t* image = storages_[flat].image.data();
+  const uint64_t n = storages_[flat].image.size();
+  if constexpr (kCopy) std::memcpy(image + a, src, b - a);
+  // The words wholly inside the range are digested here, while their bytes are in cache; a word the range shares
+  // with another write is digested from the final image in finish(). The write that ends inside a shared word names
+  // it, whichever way it was written (a comparing write's words include it), so the one that starts there need not.
+  const uint64_t lo = (a + 7) / 8, hi = b == n ? (n + 7) / 8 : b / 8;
+  if (b % 8 != 0 && b != n) t.add_compared(flat, b / 8, b / 8 + 1);
+  if (hi > lo) {
+    const uint64_t sum = digest64_sum({image + 8 * lo, std::min(8 * hi, n) - 8 * lo}, lo);
+    states_[flat].dense_sum.fetch_add(sum, std::memory_order_relaxed);
+  }
 }
 
 void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> src) {
@@ -370,11 +465,14 @@ std::span<const uint8_t> DeltaRecorder::snapshot(size_t flat, uint64_t offset, u
     t.scratch.reset(new uint8_t[bytes]);  // uninitialized: every byte is copied before it is read
     t.scratch_bytes = bytes;
   }
-  std::memcpy(t.scratch.get(), storages_[flat].image.data() + offset, bytes);
+  // A dense storage's compare() does not read what it replaced (the storage stays dense once it is).
+  if (!states_[flat].dense.load(std::memory_order_relaxed)) {
+    std::memcpy(t.scratch.get(), storages_[flat].image.data() + offset, bytes);
+  }
   return {t.scratch.get(), bytes};
 }
 
-std::vector<DeltaChanges> DeltaRecorder::finish() {
+std::vector<DeltaChanges> DeltaRecorder::finish(int threads) {
   std::lock_guard lock(mu_);
   ThreadState& fin = *finisher_;
   fin.reset(groups_.size());
@@ -397,6 +495,7 @@ std::vector<DeltaChanges> DeltaRecorder::finish() {
     }
     writer.flush();
   }
+  sum_dense(threads);
   std::vector<ThreadState*> all{&fin};
   for (const auto& [tid, s] : active_) all.push_back(s);
   for (ThreadState* s : all) s->close_open();
@@ -424,8 +523,40 @@ std::vector<DeltaChanges> DeltaRecorder::finish() {
     out[i].entries = st.entries.load();
     out[i].covered_bytes = st.covered.load();
     out[i].incomplete = storages_[i].group < 0 || st.dense.load() || groups_[storages_[i].group]->overflow.load();
+    out[i].summed = st.dense.load();
+    out[i].sum = out[i].summed ? st.dense_sum.load() : 0;
   }
   return out;
+}
+
+void DeltaRecorder::sum_dense(int threads) {
+  // A dense storage's words are digested once each: those its dense writes covered whole already were; the rest
+  // (every word a comparing write reached, and the words dense writes shared) come from the final image here.
+  std::vector<WordSpan> spans;
+  for (const auto& [tid, s] : active_) {
+    for (const WordSpan& span : s->compared) {
+      if (states_[span.flat].dense.load(std::memory_order_relaxed)) spans.push_back(span);
+    }
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const WordSpan& x, const WordSpan& y) { return x.flat != y.flat ? x.flat < y.flat : x.lo < y.lo; });
+  std::vector<WordSpan> pieces;  // the union of the spans, cut into pieces of at most kSumPieceWords
+  for (size_t i = 0; i < spans.size();) {
+    WordSpan u = spans[i];
+    for (++i; i < spans.size() && spans[i].flat == u.flat && spans[i].lo <= u.hi; ++i) u.hi = std::max(u.hi, spans[i].hi);
+    for (uint64_t lo = u.lo; lo < u.hi; lo += kSumPieceWords) {
+      pieces.push_back(WordSpan{u.flat, lo, std::min(u.hi, lo + kSumPieceWords)});
+    }
+  }
+  run_largest_first(
+      pieces.size(), threads, [&](size_t k) { return pieces[k].hi - pieces[k].lo; },
+      [&](size_t k) {
+        const WordSpan& p = pieces[k];
+        const std::span<const uint8_t> image = storages_[p.flat].image;
+        const uint64_t end = std::min<uint64_t>(8 * p.hi, image.size());
+        states_[p.flat].dense_sum.fetch_add(digest64_sum(image.subspan(8 * p.lo, end - 8 * p.lo), p.lo),
+                                            std::memory_order_relaxed);
+      });
 }
 
 std::optional<RecordedPack> DeltaRecorder::pack(int g, const std::vector<bool>& include) {

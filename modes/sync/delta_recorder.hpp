@@ -13,6 +13,13 @@
 // every prepare: each thread fills blocks of it claimed with one atomic add, and digests each entry as it writes
 // it, so the pack is complete and digested when the last write is.
 //
+// A storage turns dense once its changed 32-bit words pass kDenseLimit of its bytes (staged_delta.hpp), or at its
+// first change when it can never be staged (not word-addressable, or its area's pack ran out of room): it will be
+// copied in full, so from then on its writes are plain copies, no word is compared, and its digest comes from its
+// new bytes instead of a change (the words a dense write covers whole are digested as it writes them, while they
+// are in cache; the words written before, and those a dense write shares with another, from the final image in
+// finish(), on several threads). Either way the digest is of every final byte, exactly.
+//
 // A 64-bit digest word or a 32-bit pack word that two writes share (a range that starts or ends inside it, each
 // possibly on its own thread) is deferred: each write records its own bytes' xor, and finish() resolves the word
 // once every write is done.
@@ -39,7 +46,8 @@ struct DeltaStorage {
 /// What one recording found for one storage.
 struct DeltaChanges {
   uint64_t digest_delta = 0;   ///< digest64 term sum of the new bytes minus that of the old ones (mod 2^64)
-  uint64_t changed_words = 0;  ///< 64-bit words whose bytes differ
+  /// 64-bit words whose bytes differ; of a dense storage, those found before it turned dense (at least one).
+  uint64_t changed_words = 0;
   uint64_t entries = 0;        ///< pack entries recorded (changed 32-bit words)
   /// Bytes the recording's writes covered. Every byte of a storage is written once per prepare, so anything but
   /// the storage's size means a write bypassed the recorder: its changes and digest are unknown.
@@ -47,7 +55,13 @@ struct DeltaChanges {
   /// Its entries do not record every change (not word-addressable, past kDenseLimit, or its pack ran out of room):
   /// a changed storage that is incomplete must be copied in full.
   bool incomplete = false;
+  /// A dense storage: its writes stopped comparing words, so digest_delta is partial and `sum` holds the digest64
+  /// term sum of its new bytes instead (digested from them, exactly; its entries are incomplete too).
+  bool summed = false;
+  uint64_t sum = 0;
   bool changed() const { return changed_words > 0; }
+  /// digest64 term sum of the storage's bytes after the recording, given `old_sum`, that of the bytes it began with.
+  uint64_t new_sum(uint64_t old_sum) const { return summed ? sum : old_sum + digest_delta; }
 };
 
 /// A finished pack (staged_delta.hpp layout) in the recorder's pinned host memory.
@@ -76,14 +90,16 @@ class DeltaRecorder {
   /// the range exceeds the storage.
   void copy(size_t flat, uint64_t offset, std::span<const uint8_t> src);
   /// Copies `bytes` of storage `flat`'s image at `offset` into this thread's scratch (reused, grown on demand) and
-  /// returns it: the "before" of a later compare().
+  /// returns it: the "before" of a later compare(). Of a dense storage nothing is copied (its compare() does not
+  /// read the span).
   std::span<const uint8_t> snapshot(size_t flat, uint64_t offset, uint64_t bytes);
   /// Records where the image bytes at `offset` now differ from `before` (what they held before being rebuilt).
   /// Thread-safe for disjoint ranges. Throws Error(Mismatch) when the range exceeds the storage.
   void compare(size_t flat, uint64_t offset, std::span<const uint8_t> before);
 
-  /// Ends the recording once every write is done: resolves the shared words and returns one result per storage.
-  std::vector<DeltaChanges> finish();
+  /// Ends the recording once every write is done: resolves the shared words, digests what dense storages still
+  /// need from their final bytes (on `threads` threads), and returns one result per storage.
+  std::vector<DeltaChanges> finish(int threads = 1);
   /// The pack of group `g` holding the segments of the storages with include[flat] (after finish()); nullopt when
   /// the group ran out of room (the table does not fit, or a block could not be claimed).
   std::optional<RecordedPack> pack(int g, const std::vector<bool>& include);
@@ -99,6 +115,10 @@ class DeltaRecorder {
   ThreadState& thread_state();
   template <bool kCopy>
   void record(size_t flat, uint64_t offset, const uint8_t* other, uint64_t bytes);
+  /// Bytes [a, b) of dense storage `flat`: copied from `src` (copy) or already built (compare), and digested.
+  template <bool kCopy>
+  void record_dense(ThreadState& t, size_t flat, uint64_t a, uint64_t b, const uint8_t* src);
+  void sum_dense(int threads);
 
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<DeltaStorage> storages_;

@@ -160,8 +160,7 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
     for (size_t i = 0; i < cases.size(); ++i) {
       SCOPED_TRACE(i);
       EXPECT_EQ(cases[i].image, cases[i].target);
-      EXPECT_EQ(digest64_close(digest64_sum(cases[i].live) + changes[i].digest_delta, sizes[i]),
-                digest64(cases[i].target));
+      EXPECT_EQ(digest64_close(changes[i].new_sum(digest64_sum(cases[i].live)), sizes[i]), digest64(cases[i].target));
       uint64_t words32 = 0, words64 = 0;
       for (size_t w = 0; 8 * w < sizes[i]; ++w) {
         const size_t k = std::min<size_t>(8, sizes[i] - 8 * w);
@@ -170,14 +169,20 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
       for (size_t w = 0; 4 * w + 4 <= sizes[i]; ++w) {
         words32 += std::memcmp(&cases[i].live[4 * w], &cases[i].target[4 * w], 4) != 0;
       }
-      EXPECT_EQ(changes[i].changed_words, words64);
       EXPECT_EQ(changes[i].covered_bytes, sizes[i]);
       // Incomplete: not word-addressable (1001 bytes), or more entries than kDenseLimit of the storage's bytes
-      // allows (the dense ones, and the tiny ones with any change).
+      // allows (the dense ones, and the tiny ones with any change). Each of them changed, so each turned dense:
+      // its digest is summed from its new bytes, and it stopped counting changed words part way.
       const auto cap = static_cast<uint64_t>(kDenseLimit * static_cast<double>(sizes[i]) / 8);
       const bool incomplete = sizes[i] % 4 != 0 || words32 > cap;
       EXPECT_EQ(changes[i].incomplete, incomplete);
-      if (!incomplete) {
+      EXPECT_EQ(changes[i].summed, incomplete);
+      if (incomplete) {
+        EXPECT_EQ(changes[i].sum, digest64_sum(cases[i].target));
+        EXPECT_GE(changes[i].changed_words, 1u);
+        EXPECT_LE(changes[i].changed_words, words64);
+      } else {
+        EXPECT_EQ(changes[i].changed_words, words64);
         EXPECT_EQ(changes[i].entries, words32);
       }
       include[i] = changes[i].changed() && !changes[i].incomplete;
@@ -214,6 +219,105 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
   }
 }
 
+TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsDigestedFromItsNewBytes) {
+  // Two storages of 64 KiB + 4 bytes (a short last 64-bit word; cap: kDenseLimit * 65540 / 8 = 4096 entries).
+  // In `all` every byte changes; in `late` only bytes [45568, 65540) do (4993 changed 32-bit words).
+  std::mt19937_64 rng(31);
+  Case all = make_case((64 << 10) + 4, 0.0, rng), late = make_case((64 << 10) + 4, 0.0, rng);
+  const uint64_t n = all.target.size();
+  for (auto& b : all.target) b ^= 0x5A;
+  for (uint64_t p = 45568; p < n; ++p) late.target[p] ^= 0xA5;
+  DeltaRecorder recorder({1 << 20}, nullptr);
+  recorder.begin({DeltaStorage{all.image, 0, 0x1000}, DeltaStorage{late.image, 0, 0x100000}});
+  // One thread, 256-byte ranges; the changed 32-bit words are counted at the end of each range. `all` turns dense
+  // once a sixteenth of it is written (4096 bytes, 512 64-bit words compared) as its changes already run at four
+  // times the density its cap allows; `late` only with the range that passes its cap, the 65th that changes
+  // anything (2080 64-bit words compared). Nothing is compared after.
+  for (uint64_t at = 0; at < 32768; at += 256) recorder.copy(0, at, std::span<const uint8_t>(all.target).subspan(at, 256));
+  for (uint64_t at = 0; at + 256 <= n; at += 256) recorder.copy(1, at, std::span<const uint8_t>(late.target).subspan(at, 256));
+  recorder.copy(1, n - n % 256, std::span<const uint8_t>(late.target).subspan(n - n % 256));
+  // The rest of `all`: copies and in-place rebuilds that split 64-bit words between them.
+  for (uint64_t at = 32768; at < n;) {
+    const uint64_t len = std::min<uint64_t>(n - at, 301);
+    const auto target = std::span<const uint8_t>(all.target).subspan(at, len);
+    if ((at / 301) % 2 == 0) {
+      recorder.copy(0, at, target);
+    } else {
+      const auto before = recorder.snapshot(0, at, len);
+      std::memcpy(all.image.data() + at, target.data(), len);
+      recorder.compare(0, at, before);
+    }
+    at += len;
+  }
+  const std::vector<DeltaChanges> changes = recorder.finish(3);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(all.image, all.target);
+  EXPECT_EQ(late.image, late.target);
+  EXPECT_EQ(changes[0].changed_words, 512u);
+  EXPECT_EQ(changes[1].changed_words, 2080u);
+  for (size_t i = 0; i < 2; ++i) {
+    const Case& c = i == 0 ? all : late;
+    SCOPED_TRACE(i);
+    EXPECT_EQ(changes[i].covered_bytes, n);
+    EXPECT_TRUE(changes[i].incomplete);
+    EXPECT_TRUE(changes[i].summed);
+    EXPECT_EQ(changes[i].sum, digest64_sum(c.target));
+    EXPECT_EQ(digest64_close(changes[i].new_sum(digest64_sum(c.live)), n), digest64(c.target));
+  }
+  // Their entries stopped part way: they never go in a pack.
+  const auto pack = recorder.pack(0, {true, true});
+  ASSERT_TRUE(pack.has_value());
+  EXPECT_EQ(pack->segments, 0u);
+}
+
+TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsHaveExactDigests) {
+  std::mt19937_64 rng(41);
+  // Every byte changed, a quarter of them (~68% of 32-bit words: dense), and one byte in 64 (~6% of 32-bit words,
+  // entries of ~1/64 of the bytes: below the cap of kDenseLimit / 8 of them). The dense ones must come out exact
+  // whatever order the threads reach them in and wherever the ranges split words; the sparse one stays staged.
+  const std::vector<size_t> sizes{(1 << 20) + 4, 256 << 10, 192 << 10};
+  const std::vector<double> densities{1.0, 0.25, 1.0 / 64};
+  std::vector<Case> cases;
+  for (size_t i = 0; i < sizes.size(); ++i) cases.push_back(make_case(sizes[i], densities[i], rng));
+  DeltaRecorder recorder({16 << 20}, nullptr);
+  std::vector<DeltaStorage> storages;
+  for (size_t i = 0; i < cases.size(); ++i) storages.push_back(DeltaStorage{cases[i].image, 0, 0x100000 * (i + 1)});
+  recorder.begin(storages);
+  std::vector<std::tuple<size_t, uint64_t, uint64_t>> work;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (const auto& [at, len] : random_ranges(sizes[i], rng)) work.emplace_back(i, at, len);
+  }
+  std::shuffle(work.begin(), work.end(), rng);
+  std::vector<std::jthread> threads;
+  for (size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t k = t; k < work.size(); k += 4) {
+        const auto [i, at, len] = work[k];
+        const auto target = std::span<const uint8_t>(cases[i].target).subspan(at, len);
+        if (k % 3 != 0) {
+          recorder.copy(i, at, target);
+        } else {
+          const auto before = recorder.snapshot(i, at, len);
+          std::memcpy(cases[i].image.data() + at, target.data(), len);
+          recorder.compare(i, at, before);
+        }
+      }
+    });
+  }
+  threads.clear();
+  const std::vector<DeltaChanges> changes = recorder.finish(4);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(cases[i].image, cases[i].target);
+    EXPECT_EQ(changes[i].covered_bytes, sizes[i]);
+    EXPECT_EQ(changes[i].summed, i < 2);
+    EXPECT_EQ(changes[i].incomplete, i < 2);
+    EXPECT_EQ(digest64_close(changes[i].new_sum(digest64_sum(cases[i].live)), sizes[i]), digest64(cases[i].target));
+  }
+  EXPECT_EQ(changes[0].sum, digest64_sum(cases[0].target));
+  EXPECT_EQ(changes[1].sum, digest64_sum(cases[1].target));
+}
+
 TEST(DeltaRecorder, ASegmentHoldsAtMostKSegmentEntries) {
   std::mt19937_64 rng(5);
   Case c = make_case(200 << 10, 0.0, rng);
@@ -243,7 +347,12 @@ TEST(DeltaRecorder, APackThatRunsOutOfRoomLeavesItsStoragesIncompleteAndTheirDig
   EXPECT_TRUE(changes[0].incomplete);
   EXPECT_FALSE(changes[1].incomplete);
   EXPECT_EQ(a.image, a.target);
-  EXPECT_EQ(digest64_close(digest64_sum(a.live) + changes[0].digest_delta, a.live.size()), digest64(a.target));
+  // Out of room, `a` turned dense: its digest is summed from its new bytes.
+  EXPECT_TRUE(changes[0].summed);
+  EXPECT_EQ(changes[0].sum, digest64_sum(a.target));
+  EXPECT_EQ(digest64_close(changes[0].new_sum(digest64_sum(a.live)), a.live.size()), digest64(a.target));
+  EXPECT_FALSE(changes[1].summed);
+  EXPECT_EQ(digest64_close(changes[1].new_sum(digest64_sum(b.live)), b.live.size()), digest64(b.target));
   EXPECT_FALSE(recorder.pack(0, {true, true}).has_value());
   EXPECT_TRUE(recorder.pack(1, {true, true}).has_value());  // the other area is unaffected
 }

@@ -147,6 +147,19 @@ TEST_F(DeviceDeltaStrategy, StagesOnlyWhatChanged) {
   }
 }
 
+TEST_F(DeviceDeltaStrategy, ADenseUpdateIsCopiedInFullAndItsDigestsStillProveTheLiveBytesNextTime) {
+  // Every byte changes: each changed storage turns dense, is copied in full, and is digested from its new bytes.
+  prepare(1.0);
+  EXPECT_EQ(strategy_->staged(), (std::vector<bool>{false, false, false, true, false}));
+  EXPECT_EQ(log_.bytes("prepare.delta_upload"), 0u);
+  EXPECT_EQ(log_.bytes("prepare.delta_digest"), 0u);
+  EXPECT_EQ(commit(), (64u << 10) + 4100 + 1001 + 12);
+  // Those digests are what the live check compares the live storages with: were one off, nothing would stage.
+  prepare(0.01);
+  EXPECT_EQ(strategy_->staged(), (std::vector<bool>{true, true, false, true, false}));
+  EXPECT_EQ(commit(), 1001u + 12u);
+}
+
 TEST_F(DeviceDeltaStrategy, AStorageWrittenPastTheRecorderIsCopiedInFullAndStagedAgainNextTime) {
   prepare(0.01, 0);
   EXPECT_EQ(strategy_->staged(), (std::vector<bool>{false, true, false, true, false}));
