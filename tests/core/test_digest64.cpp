@@ -2,6 +2,8 @@
 // the header), piecewise sums over any split equal the whole, and every single-bit change moves the digest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <string_view>
 #include <vector>
@@ -41,6 +43,26 @@ TEST(Digest64, PiecesAddUpAndEveryBitCounts) {
   // Swapping two different words (same multiset of words, other positions) is seen too.
   std::swap_ranges(data.begin(), data.begin() + 8, data.begin() + 16);
   EXPECT_NE(digest64(data), whole);
+}
+
+TEST(Digest64, SumsOfEveryLengthAndStartEqualTheSumOfTheirTerms) {
+  // The sum is taken eight words at a time where the CPU allows it: any length (a tail of whole words and of
+  // bytes) and any starting word index must give the term-by-term sum of the definition.
+  std::mt19937_64 rng(5);
+  std::vector<uint8_t> data(8 * 70 + 7);
+  for (auto& b : data) b = static_cast<uint8_t>(rng());
+  for (const uint64_t first : {uint64_t{0}, uint64_t{1}, uint64_t{13}, (uint64_t{1} << 40) + 3, ~uint64_t{0} - 20}) {
+    for (size_t n = 0; n <= data.size(); ++n) {
+      uint64_t want = 0;
+      for (size_t w = 0; 8 * w < n; ++w) {
+        uint64_t word = 0;
+        std::memcpy(&word, data.data() + 8 * w, std::min<size_t>(8, n - 8 * w));
+        want += digest64_term(word, first + w);
+      }
+      ASSERT_EQ(digest64_sum(std::span(data).subspan(0, n), first), want) << n << " bytes from word " << first;
+    }
+  }
+  EXPECT_EQ(digest64_sum(data, 7), 0xdf101ef15930302aull);  // an independent implementation (Python)
 }
 
 }  // namespace
