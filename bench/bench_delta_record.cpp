@@ -5,7 +5,8 @@
 //   BM_RecordedBuild      a built storage: snapshot 8 MiB pieces, rebuild them in place (a memcpy stands in for the
 //                         transform), compare, plus finish().
 // Axis: permille of BF16 values moved by one code (10 = the default density, about 2% of 32-bit words; 1000 =
-// every value: the storage turns dense and stops recording entries part way).
+// every value: the storage turns dense once a sixteenth of it is written, and the rest are plain copies digested
+// while in cache).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
