@@ -161,8 +161,10 @@ void add(const Cell& cell, std::vector<int64_t> targets, int iterations) {
   for (int64_t frames : {int64_t{0}, int64_t{32} << 20}) {
     for (int64_t t : targets) b->Args({t, frames, 0});
   }
-  // An overwrite body is one frame under either framing: frame_bytes does not apply.
-  for (int64_t t : targets) b->Args({t, 0, 1});
+  // Overwrite: one frame per body, or (zstd-frames) bodies beyond kOverwriteFrameBytes in frames decoded in parallel.
+  for (int64_t frames : {int64_t{0}, int64_t{32} << 20}) {
+    for (int64_t t : targets) b->Args({t, frames, 1});
+  }
   b->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
 }
 

@@ -46,7 +46,8 @@ std::vector<uint8_t> encode_xor(std::span<const uint8_t> base, std::span<const u
   return out;
 }
 
-std::vector<uint8_t> encode_overwrite(std::span<const uint8_t> base, std::span<const uint8_t> target, int level) {
+std::vector<uint8_t> encode_overwrite(std::span<const uint8_t> base, std::span<const uint8_t> target, int level,
+                                      uint64_t frame_bytes) {
   // Positions are u32 (publication format), so only the first 4 GiB of a tensor are addressable.
   std::vector<uint32_t> positions;
   for (size_t i = 0; i < base.size(); ++i) {
@@ -64,7 +65,14 @@ std::vector<uint8_t> encode_overwrite(std::span<const uint8_t> base, std::span<c
     put_u32le(raw, 4 + 4 * k, positions[k]);
     raw[4 + 4 * count + k] = target[positions[k]];
   }
-  return zstd_compress(raw, level);
+  if (frame_bytes == 0 || raw.size() <= kOverwriteFrameBytes) return zstd_compress(raw, level);
+  std::vector<uint8_t> out;
+  for (size_t at = 0; at < raw.size(); at += kOverwriteFrameBytes) {
+    const size_t n = std::min<size_t>(kOverwriteFrameBytes, raw.size() - at);
+    const std::vector<uint8_t> frame = zstd_compress(std::span<const uint8_t>(raw).subspan(at, n), level);
+    out.insert(out.end(), frame.begin(), frame.end());
+  }
+  return out;
 }
 
 }  // namespace
@@ -96,7 +104,7 @@ std::vector<uint8_t> encode_delta(DeltaEncoding encoding, std::span<const uint8_
                                                  delta_encoding_name(encoding), base.size(), target.size()));
   }
   return encoding == DeltaEncoding::Xor ? encode_xor(base, target, zstd_level, frame_bytes)
-                                        : encode_overwrite(base, target, zstd_level);
+                                        : encode_overwrite(base, target, zstd_level, frame_bytes);
 }
 
 void apply_delta_swap(DecodedDelta& delta, std::span<uint8_t> data) {

@@ -44,9 +44,13 @@ struct DecodedDelta {
   std::vector<uint8_t> values;      ///< overwrite: one per position
 };
 
+/// Content bytes per frame of an overwrite body split into frames (PayloadFraming::Frames): the body of a large
+/// tensor (about 5 bytes per changed byte) is then decoded on several threads, as the frames of an xor mask are.
+inline constexpr uint64_t kOverwriteFrameBytes = uint64_t{4} << 20;
+
 /// Encodes base -> target (equal sizes) as a compressed payload. `frame_bytes` > 0 (PayloadFraming::Frames) splits
-/// an xor mask into frames of that many mask bytes (the last one shorter); 0 writes one frame. An overwrite body is
-/// always one frame (valid under both framings: it is decoded front to back anyway).
+/// an xor mask into frames of that many mask bytes (the last one shorter), and an overwrite body longer than
+/// kOverwriteFrameBytes into frames of kOverwriteFrameBytes body bytes; 0 writes one frame.
 std::vector<uint8_t> encode_delta(DeltaEncoding encoding, std::span<const uint8_t> base,
                                   std::span<const uint8_t> target, int zstd_level, uint64_t frame_bytes = 0);
 

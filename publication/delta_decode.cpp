@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <exception>
+#include <thread>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "publication/delta_codec.hpp"
@@ -67,10 +71,33 @@ uint64_t decompress_body(std::span<const uint8_t> payload, PayloadFraming framin
   const std::vector<ZstdFrameExtent> frames = zstd_frame_extents(payload, bound, what);
   const uint64_t total = frames.back().content_begin + frames.back().content;
   out.reserve(total);
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const ZstdFrameExtent& f = frames[i];
-    zstd_decompress_declared(payload.subspan(f.offset, f.compressed), {out.data() + f.content_begin, f.content},
-                             fmt::format("{}, frame {} at byte {}", what, i, f.offset));
+  // Each frame decodes into its own part of the body, so the frames of a large tensor's body (kOverwriteFrameBytes
+  // each) are decoded on several threads; the error reported is the first failing frame's, as a serial decode's.
+  std::vector<std::exception_ptr> errors(frames.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < frames.size(); i = next.fetch_add(1)) {
+      const ZstdFrameExtent& f = frames[i];
+      try {
+        zstd_decompress_declared(payload.subspan(f.offset, f.compressed), {out.data() + f.content_begin, f.content},
+                                 fmt::format("{}, frame {} at byte {}", what, i, f.offset));
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  // Small bodies (every one a fuzzer makes) decode on the calling thread alone: threads cost more than they save.
+  const size_t helpers =
+      total < 2 * kOverwriteFrameBytes
+          ? 0
+          : std::min<size_t>(frames.size(), std::max(1u, std::thread::hardware_concurrency())) - 1;
+  std::vector<std::thread> threads;
+  threads.reserve(helpers);
+  for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
   return total;
 }

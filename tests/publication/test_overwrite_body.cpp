@@ -2,10 +2,13 @@
 // and refuses exactly what decode_delta refuses, with the same texts; its scratch is kept across decodes.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "core/errors.hpp"
 #include "publication/delta_codec.hpp"
 #include "publication/zstd_frame.hpp"
 #include "tests/support/error_checks.hpp"
+#include "tests/support/store_edit.hpp"
 
 namespace wsb {
 namespace {
@@ -43,6 +46,45 @@ TEST(OverwriteBody, MatchesDecodeDelta) {
   EXPECT_EQ(body.position(0), 7u);
   EXPECT_EQ(body.values()[0], 1);
   EXPECT_EQ(body.held_bytes(), held);
+}
+
+// A body longer than kOverwriteFrameBytes is written as frames of kOverwriteFrameBytes content bytes when frames
+// are asked for, decodes (on several threads) to exactly the one-frame body, and a corrupt frame is named as a
+// serial decode names it: the first failing frame.
+TEST(OverwriteBody, FramedBodyDecodesOnSeveralThreadsToTheOneFrameBody) {
+  const size_t size = 3 << 20;  // every other byte changes: count 1.5 Mi, body 4 + 5 * 1.5 Mi bytes = 2 frames
+  Bytes base(size, 0), target(size, 0);
+  for (size_t i = 1; i < size; i += 2) target[i] = static_cast<uint8_t>(i);  // odd, never 0
+  const Bytes one = encode_delta(DeltaEncoding::Overwrite, base, target, 1, 0);
+  const Bytes framed = encode_delta(DeltaEncoding::Overwrite, base, target, 1, 32 << 20);
+  const uint64_t body_bytes = 4 + 5 * (size / 2);
+  const auto frames = zstd_frame_extents(framed, body_bytes, "w");
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].content, kOverwriteFrameBytes);
+  EXPECT_EQ(frames[1].content, body_bytes - kOverwriteFrameBytes);
+  EXPECT_EQ(zstd_frame_extents(one, body_bytes, "w").size(), 1u);
+  OverwriteBody a, b;
+  a.decode(one, PayloadFraming::OneFrame, size, "w");
+  b.decode(framed, PayloadFraming::Frames, size, "w");
+  ASSERT_EQ(a.count(), size / 2);
+  ASSERT_EQ(b.count(), a.count());
+  for (uint64_t k = 0; k < a.count(); ++k) {
+    ASSERT_EQ(b.position(k), a.position(k)) << k;
+    ASSERT_EQ(b.values()[k], a.values()[k]) << k;
+  }
+  // The second frame replaced by raw blocks one byte short of what it declares (its blocks walk, so only its
+  // decode fails): the error names "frame 1 at byte <offset>", as a serial decode would.
+  const Bytes body = zstd_decompress_bounded(one, body_bytes, "w");
+  const Bytes shorter = test::ZstdFrameBuilder(frames[1].content)
+                            .raw(std::span<const uint8_t>(body).subspan(kOverwriteFrameBytes, frames[1].content - 1))
+                            .finish();
+  Bytes bad(framed.begin(), framed.begin() + static_cast<std::ptrdiff_t>(frames[1].offset));
+  bad.insert(bad.end(), shorter.begin(), shorter.end());
+  const std::string text = error_text([&] { b.decode(bad, PayloadFraming::Frames, size, "w"); });
+  EXPECT_NE(text.find(fmt::format("overwrite delta of tensor 'w', frame 1 at byte {}: ", frames[1].offset)),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(b.count(), 0u);
 }
 
 TEST(OverwriteBody, RefusesWhatDecodeDeltaRefuses) {
