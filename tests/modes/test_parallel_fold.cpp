@@ -73,13 +73,7 @@ struct Store3 {
     writer.commit();
   }
   void delta(uint32_t v, DeltaEncoding encoding, PayloadFraming framing, const Edit& edit = {}) {
-    PublicationManifest manifest;
-    manifest.version = v;
-    manifest.kind = PublicationKind::Delta;
-    manifest.base_version = v - 1;
-    manifest.encoding = encoding;
-    manifest.framing = framing;
-    PublicationWriter writer(store.update_dir(v), manifest, 1 << 20, true, false);
+    PublicationWriter writer(store.update_dir(v), delta_manifest(v, encoding, framing), 1 << 20, true, false);
     const Canonical base = at(v - 1), target = at(v);
     for (const TensorSpec& t : kTensors) {
       Bytes payload = encode_delta(encoding, base.at(t.name), target.at(t.name), 1,
