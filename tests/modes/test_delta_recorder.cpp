@@ -114,6 +114,34 @@ TEST(DeltaRecorder, RangesThatSplitWordsRecordEachChangedWordOnce) {
   EXPECT_EQ(entries, (std::vector<uint64_t>{pack_entry(1, w1), pack_entry(4, w4), pack_entry(24, w24)}));
 }
 
+/// Every range of every storage (random_ranges) in a shuffled order, dealt round-robin to four threads: range k is
+/// rebuilt in place and compared (snapshot before, compare after) when k % every == compared, written with copy()
+/// otherwise. Returns once every write is done.
+void write_on_four_threads(DeltaRecorder& recorder, std::vector<Case>& cases, const std::vector<size_t>& sizes,
+                           std::mt19937_64& rng, size_t every, size_t compared) {
+  std::vector<std::tuple<size_t, uint64_t, uint64_t>> work;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    for (const auto& [at, n] : random_ranges(sizes[i], rng)) work.emplace_back(i, at, n);
+  }
+  std::shuffle(work.begin(), work.end(), rng);
+  std::vector<std::jthread> threads;
+  for (size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t k = t; k < work.size(); k += 4) {
+        const auto [i, at, n] = work[k];
+        const auto target = std::span<const uint8_t>(cases[i].target).subspan(at, n);
+        if (k % every != compared) {
+          recorder.copy(i, at, target);
+        } else {
+          const auto before = recorder.snapshot(i, at, n);
+          std::memcpy(cases[i].image.data() + at, target.data(), n);
+          recorder.compare(i, at, before);
+        }
+      }
+    });
+  }
+}
+
 TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
   std::mt19937_64 rng(23);
   // Word-addressable sizes, one with a short last 64-bit word, a tiny one, one that is not word-addressable, and
@@ -131,30 +159,8 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
       storages.push_back(DeltaStorage{cases[i].image, static_cast<int>(i % 2), 0x10000 * (i + 1)});
     }
     recorder.begin(storages);
-    // Every range of every storage, dealt round-robin to four threads; half the ranges are written with copy(),
-    // half rebuilt in place and compared (snapshot before, compare after).
-    std::vector<std::tuple<size_t, uint64_t, uint64_t>> work;
-    for (size_t i = 0; i < cases.size(); ++i) {
-      for (const auto& [at, n] : random_ranges(sizes[i], rng)) work.emplace_back(i, at, n);
-    }
-    std::shuffle(work.begin(), work.end(), rng);
-    std::vector<std::jthread> threads;
-    for (size_t t = 0; t < 4; ++t) {
-      threads.emplace_back([&, t] {
-        for (size_t k = t; k < work.size(); k += 4) {
-          const auto [i, at, n] = work[k];
-          const auto target = std::span<const uint8_t>(cases[i].target).subspan(at, n);
-          if (k % 2 == 0) {
-            recorder.copy(i, at, target);
-          } else {
-            const auto before = recorder.snapshot(i, at, n);
-            std::memcpy(cases[i].image.data() + at, target.data(), n);
-            recorder.compare(i, at, before);
-          }
-        }
-      });
-    }
-    threads.clear();
+    // Half the ranges written with copy(), half rebuilt in place and compared.
+    write_on_four_threads(recorder, cases, sizes, rng, 2, 1);
     const std::vector<DeltaChanges> changes = recorder.finish();
     std::vector<bool> include(cases.size());
     for (size_t i = 0; i < cases.size(); ++i) {
@@ -283,28 +289,8 @@ TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsHaveExactDiges
   std::vector<DeltaStorage> storages;
   for (size_t i = 0; i < cases.size(); ++i) storages.push_back(DeltaStorage{cases[i].image, 0, 0x100000 * (i + 1)});
   recorder.begin(storages);
-  std::vector<std::tuple<size_t, uint64_t, uint64_t>> work;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    for (const auto& [at, len] : random_ranges(sizes[i], rng)) work.emplace_back(i, at, len);
-  }
-  std::shuffle(work.begin(), work.end(), rng);
-  std::vector<std::jthread> threads;
-  for (size_t t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (size_t k = t; k < work.size(); k += 4) {
-        const auto [i, at, len] = work[k];
-        const auto target = std::span<const uint8_t>(cases[i].target).subspan(at, len);
-        if (k % 3 != 0) {
-          recorder.copy(i, at, target);
-        } else {
-          const auto before = recorder.snapshot(i, at, len);
-          std::memcpy(cases[i].image.data() + at, target.data(), len);
-          recorder.compare(i, at, before);
-        }
-      }
-    });
-  }
-  threads.clear();
+  // Two ranges in three written with copy(), the third rebuilt in place and compared.
+  write_on_four_threads(recorder, cases, sizes, rng, 3, 0);
   const std::vector<DeltaChanges> changes = recorder.finish(4);
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(i);
