@@ -108,6 +108,9 @@ std::vector<PublicationStats> publish_synthetic(const std::filesystem::path& pro
   auto encoding = parse_delta_encoding(args.encoding);
   if (!encoding) throw Error(ErrorKind::Format, fmt::format("--encoding '{}': expected xor or overwrite", args.encoding));
   options.encoding = *encoding;
+  if (std::string problem = frame_bytes_problem(args.frame_bytes); !problem.empty()) {
+    throw Error(ErrorKind::Format, "--frame-bytes " + problem);
+  }
   options.frame_bytes = args.frame_bytes;
   options.density = args.density;
   options.fsync = args.fsync;

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/errors.hpp"
+#include "publisher/publisher.hpp"
 
 namespace wsb {
 namespace {
@@ -182,10 +183,8 @@ void validate_values(const MatrixCell& cell, const std::map<std::string, Launche
   if (cell.density && !(*cell.density >= 0 && *cell.density <= 1)) {
     fail(where, fmt::format("field 'density' must be in [0, 1] (0: identity deltas), got {}", *cell.density));
   }
-  if (cell.frame_bytes % 4096 != 0) {
-    fail(where, fmt::format("field 'frame_bytes' must be 0 (one zstd frame per payload) or a multiple of 4096, "
-                            "got {}",
-                            cell.frame_bytes));
+  if (std::string problem = frame_bytes_problem(cell.frame_bytes); !problem.empty()) {
+    fail(where, "field 'frame_bytes' " + problem);
   }
   if (cell.layers && *cell.layers < 1) fail(where, "field 'layers' must be >= 1");
   if (cell.experts && *cell.experts < 1) fail(where, "field 'experts' must be >= 1");

@@ -97,7 +97,15 @@ void load_base(const ModelProfile& profile, const PublishOptions& options, const
 
 }  // namespace
 
+std::string frame_bytes_problem(uint64_t frame_bytes) {
+  if (frame_bytes % 4096 == 0) return "";
+  return fmt::format("must be 0 (one zstd frame per payload) or a multiple of 4096, got {}", frame_bytes);
+}
+
 std::vector<PublicationStats> publish(const ModelProfile& profile, const PublishOptions& options) {
+  if (std::string problem = frame_bytes_problem(options.frame_bytes); !problem.empty()) {
+    throw Error(ErrorKind::Format, "frame_bytes " + problem);
+  }
   Store store(options.store);
   check_range(options, store);
   const uint32_t first = options.first_version;

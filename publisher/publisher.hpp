@@ -23,7 +23,8 @@ struct PublishOptions {
   std::optional<double> density;  ///< fraction of values moved per version; default per dtype
   DeltaEncoding encoding = DeltaEncoding::Xor;
   /// xor mask bytes per zstd frame: 0 writes one frame per payload (compression_format "zstd", what the
-  /// Stitch/SGLang fork reads); > 0 writes compression_format "zstd-frames" (publication/delta_codec.hpp).
+  /// Stitch/SGLang fork reads); > 0 writes compression_format "zstd-frames" (publication/delta_codec.hpp), and
+  /// must then be a multiple of 4096 (frame_bytes_problem).
   uint64_t frame_bytes = 0;
   int zstd_level = 1;
   uint64_t max_shard_bytes = 2ull << 30;  ///< shard split threshold (bytes of stored data)
@@ -36,6 +37,11 @@ struct PublishOptions {
   /// the profile's tensors): version 0 is its bytes and later versions perturb them (perturb_version).
   std::filesystem::path initial_checkpoint;
 };
+
+/// "" when `frame_bytes` is a valid PublishOptions::frame_bytes, else why not ("must be 0 (one zstd frame per
+/// payload) or a multiple of 4096, got N"): a frame then starts on a page of the mask, a boundary prepare's fold
+/// can split a tensor at. The publish command and a matrix cell's frame_bytes both check it.
+std::string frame_bytes_problem(uint64_t frame_bytes);
 
 /// Elements of one class of codes in a publication, and how many of them differ from the base version.
 struct ChangeCount {

@@ -40,5 +40,19 @@ TEST(CliPublish, BadVersionsAreNamed) {
                      {"--versions 3..1: last version before first"});
 }
 
+// The publish command and a matrix cell accept the same frame sizes (publisher's frame_bytes_problem), and the
+// refusal names the flag before anything is written.
+TEST(CliPublish, FrameBytesOtherThanZeroOrAMultipleOf4096AreRefused) {
+  test::TempDir dir;
+  PublishArgs a = args_for(dir / "store", "1");
+  a.frame_bytes = 1000;
+  test::expect_error([&] { cmd_publish(WSBENCH_PROFILES_DIR, a); }, ErrorKind::Format,
+                     {"--frame-bytes must be 0 (one zstd frame per payload) or a multiple of 4096, got 1000"});
+  EXPECT_FALSE(std::filesystem::exists(dir / "store"));
+  a.frame_bytes = 8192;
+  EXPECT_EQ(cmd_publish(WSBENCH_PROFILES_DIR, a), 0);
+  EXPECT_TRUE(Store(dir / "store").has(1));
+}
+
 }  // namespace
 }  // namespace wsb
