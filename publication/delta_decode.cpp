@@ -87,13 +87,13 @@ uint64_t decompress_body(std::span<const uint8_t> payload, PayloadFraming framin
     }
   };
   // Small bodies (every one a fuzzer makes) decode on the calling thread alone: threads cost more than they save.
-  const size_t helpers =
+  const size_t extra_threads =
       total < 2 * kOverwriteFrameBytes
           ? 0
           : std::min<size_t>(frames.size(), std::max(1u, std::thread::hardware_concurrency())) - 1;
   std::vector<std::thread> threads;
-  threads.reserve(helpers);
-  for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
+  threads.reserve(extra_threads);
+  for (size_t t = 0; t < extra_threads; ++t) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& e : errors) {
