@@ -20,7 +20,8 @@
 #                  settings the benchmark reads from the environment (WSBENCH_PREPARE_SIZE, TMPDIR, ...) pass through
 #   bench-device   bench_device alone, with --short
 #   h200=REGEX     matrices/h200.json, the cells whose id matches REGEX
-#   matrix=NAME[,REGEX]  matrices/NAME.json (its cells whose id matches REGEX), results under logs/NAME/
+#   matrix=NAME[,REGEX]  matrices/NAME.json (its cells whose id matches REGEX), results under logs/NAME/ (a later
+#                  step of the same matrix: logs/NAME-2/, ...)
 #   fixtures       tests/fixtures/make_hf_tiny.py rebuilt into /tmp and compared byte for byte with the committed
 #                  fixtures (needs torch and transformers); the directories that differ come back in logs/fixtures-new/
 # Each step runs under a time limit, 600 s unless given as STEP@SECONDS (e.g. h200=llama@900): a step that hangs
@@ -109,9 +110,12 @@ run_step() {
       tail -60 "$out/logs/$dir.txt" ;;
     matrix=*) spec=${step#matrix=}; name=${spec%%,*}; regex=.
       [[ "$spec" == *,* ]] && regex=${spec#*,}
-      rm -rf /tmp/matrix-work && mkdir -p "$out/logs/$name" /tmp/matrix-work && ln -sfn /tmp/matrix-work "$out/logs/$name/work"
-      .carry/wsbench run "matrices/$name.json" --filter "$regex" --out "$out/logs/$name" > "$out/logs/$name.txt" 2>&1; echo "$name rc $?"
-      rm -f "$out/logs/$name/work"; tail -60 "$out/logs/$name.txt" ;;
+      # Each step of one matrix gets its own folder (NAME, NAME-2, ...), so a later step never overwrites cells.
+      dir=$name; k=1; while [ -e "$out/logs/$dir" ]; do k=$((k+1)); dir=$name-$k; done
+      rm -rf /tmp/matrix-work && mkdir -p "$out/logs/$dir" /tmp/matrix-work && ln -sfn /tmp/matrix-work "$out/logs/$dir/work"
+      echo "$regex" > "$out/logs/$dir/filter.txt"
+      .carry/wsbench run "matrices/$name.json" --filter "$regex" --out "$out/logs/$dir" > "$out/logs/$dir.txt" 2>&1; echo "$name rc $?"
+      rm -f "$out/logs/$dir/work"; tail -60 "$out/logs/$dir.txt" ;;
     fixtures)
       rm -rf /tmp/fixtures-again && python3 tests/fixtures/make_hf_tiny.py --out /tmp/fixtures-again > "$out/logs/fixtures.txt" 2>&1; echo "make_hf_tiny rc $?"
       for d in /tmp/fixtures-again/hf-*; do
