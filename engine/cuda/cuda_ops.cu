@@ -128,6 +128,38 @@ void copy_d2h_async(int device, void* dst, const void* src, uint64_t bytes, void
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, as_stream(stream)), what + ": cudaMemcpyAsync D2H");
 }
 
+void* event_create(int device, const std::string& what) {
+  DeviceGuard guard(device, what);
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what + ": cudaEventCreateWithFlags");
+  return e;
+}
+
+void event_record(int device, void* event, void* stream, const std::string& what) {
+  DeviceGuard guard(device, what);
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), as_stream(stream)), what + ": cudaEventRecord");
+}
+
+std::string event_synchronize(int device, void* event) noexcept {
+  const int previous = enter_noexcept(device);
+  const cudaError_t status = cudaEventSynchronize(static_cast<cudaEvent_t>(event));
+  std::string message;
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    message = cudaGetErrorString(status);
+  }
+  leave_noexcept(previous);
+  return message;
+}
+
+void event_destroy(int device, void* event) noexcept {
+  if (event == nullptr) return;
+  const int previous = enter_noexcept(device);
+  cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  cudaGetLastError();
+  leave_noexcept(previous);
+}
+
 void device_uuid(int device, uint8_t* uuid, const std::string& what) {
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device), what + ": cudaGetDeviceProperties(" + std::to_string(device) + ")");
@@ -173,6 +205,23 @@ void host_register(void* p, uint64_t bytes) {
 void host_unregister(void* p) noexcept {
   if (p == nullptr) return;
   cudaHostUnregister(p);
+  cudaGetLastError();
+}
+
+void* host_alloc(uint64_t bytes, const std::string& what) {
+  void* p = nullptr;
+  const cudaError_t status = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(ErrorKind::Resource,
+                what + ": cudaHostAlloc of " + std::to_string(bytes) + " B failed: " + cudaGetErrorString(status));
+  }
+  return p;
+}
+
+void host_free(void* p) noexcept {
+  if (p == nullptr) return;
+  cudaFreeHost(p);
   cudaGetLastError();
 }
 

@@ -42,6 +42,15 @@ void copy_h2d_async(int device, void* dst, const void* src, uint64_t bytes, void
 /// cudaMemcpyAsync device -> host on `stream`.
 void copy_d2h_async(int device, void* dst, const void* src, uint64_t bytes, void* stream, const std::string& what);
 
+/// A cudaEventDisableTiming event on `device` (a copy's completion, waited for without a whole-stream wait).
+void* event_create(int device, const std::string& what);
+/// cudaEventRecord of `event` on `stream`.
+void event_record(int device, void* event, void* stream, const std::string& what);
+/// cudaEventSynchronize; returns "" on success, else cudaGetErrorString. Never throws.
+std::string event_synchronize(int device, void* event) noexcept;
+/// cudaEventDestroy; never throws.
+void event_destroy(int device, void* event) noexcept;
+
 /// cudaDeviceProp::uuid of `device` into `uuid` (16 bytes).
 void device_uuid(int device, uint8_t* uuid, const std::string& what);
 /// cudaIpcGetMemHandle of `p` (a cudaMalloc'd base pointer on `device`) into `handle` (64 bytes,
@@ -58,6 +67,11 @@ void ipc_close_handle(int device, void* p) noexcept;
 void host_register(void* p, uint64_t bytes);
 /// cudaHostUnregister; never throws.
 void host_unregister(void* p) noexcept;
+/// cudaHostAlloc(bytes, cudaHostAllocPortable): page-locked host memory every device can DMA from. Refusal ->
+/// Error(Resource) "<what>: cudaHostAlloc of <bytes> B failed: <cuda error>".
+void* host_alloc(uint64_t bytes, const std::string& what);
+/// cudaFreeHost; never throws.
+void host_free(void* p) noexcept;
 /// cudaPointerGetAttributes(p).type == cudaMemoryTypeHost (page-locked or cudaHostAlloc'd memory). False without
 /// CUDA, and for pageable or device memory.
 bool host_is_pinned(const void* p) noexcept;

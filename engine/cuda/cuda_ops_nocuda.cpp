@@ -24,6 +24,10 @@ std::string stream_synchronize(int, void*) noexcept { return "built without CUDA
 void memset_async(int, void*, int, uint64_t, void*, const std::string& what) { refuse(what); }
 void copy_h2d_async(int, void*, const void*, uint64_t, void*, const std::string& what) { refuse(what); }
 void copy_d2h_async(int, void*, const void*, uint64_t, void*, const std::string& what) { refuse(what); }
+void* event_create(int, const std::string& what) { refuse(what); }
+void event_record(int, void*, void*, const std::string& what) { refuse(what); }
+std::string event_synchronize(int, void*) noexcept { return "built without CUDA"; }
+void event_destroy(int, void*) noexcept {}
 void device_uuid(int, uint8_t*, const std::string& what) { refuse(what); }
 void ipc_get_handle(int, void*, uint8_t*, const std::string& what) { refuse(what); }
 void* ipc_open_handle(int, const uint8_t*, const std::string& what) { refuse(what); }
@@ -32,6 +36,10 @@ void host_register(void*, uint64_t bytes) {
   throw Error(ErrorKind::Resource, "pinning " + std::to_string(bytes) + " B of host memory failed: built without CUDA");
 }
 void host_unregister(void*) noexcept {}
+void* host_alloc(uint64_t bytes, const std::string& what) {
+  refuse(what + ": cudaHostAlloc of " + std::to_string(bytes) + " B");
+}
+void host_free(void*) noexcept {}
 bool host_is_pinned(const void*) noexcept { return false; }
 
 }  // namespace wsb::cuda_ops

@@ -11,6 +11,11 @@
 // bucket its entries and a slot message (which ring slot, how many bytes). So the control ring's properties carry
 // over unchanged: back-pressure, ordered delivery, failure texts, liveness of the peer process, cancel.
 //
+// The sender packs each bucket straight into pinned staging memory of its channel (SenderEndpoint::send_filled):
+// a ring of a few staging pieces, each copied asynchronously into the bucket's device slot while the next piece is
+// packed, so no pageable payload buffer and no driver bounce copy lie on the path. The slot message goes out once
+// every piece of the bucket is in the device slot.
+//
 // Both endpoints of a rank live in one object, as in ShmTransport: the sender process uses sender(r), the engine's
 // process receiver(r), each over its own mapping of the same control rings.
 #include <cstdint>
@@ -31,6 +36,14 @@ struct CudaIpcGpus {
   int base_gpu_id = 0;            ///< physical id of the engine's local GPU 0 (device_ipc.hpp local_gpu_id)
 };
 
+/// Pinned staging of each sender channel (send_filled): `pieces` buffers of `piece_bytes` (at most a bucket),
+/// allocated with the ring. One piece is packed while the others are copied to the device; 4 x 32 MiB keeps the
+/// packing threads and the copy engine busy without holding more than 128 MiB pinned per rank.
+struct CudaIpcStaging {
+  size_t pieces = 4;
+  uint64_t piece_bytes = uint64_t{32} << 20;
+};
+
 class CudaIpcTransport final : public Transport {
  public:
   /// Device ring slots per rank for a control ring of `control_depth`: control_depth + 2 (see the .cpp).
@@ -38,17 +51,23 @@ class CudaIpcTransport final : public Transport {
 
   /// `control` must have ranks() == gpus.rank_devices.size() and bucket_size_bytes() == kCudaIpcControlBytes;
   /// `control` and `ipc` must outlive the transport. Throws Error(Mismatch) otherwise, or when bucket_size_bytes
-  /// is 0.
-  CudaIpcTransport(ShmTransport& control, uint64_t bucket_size_bytes, const DeviceIpc& ipc, CudaIpcGpus gpus);
+  /// is 0, or staging has no pieces or pieces of 0 B.
+  CudaIpcTransport(ShmTransport& control, uint64_t bucket_size_bytes, const DeviceIpc& ipc, CudaIpcGpus gpus,
+                   CudaIpcStaging staging = {});
   /// Closes the imported rings (receiver side) and frees the exported ones (sender side): the sender process must
   /// therefore outlive every import of its rings (the refit's sender process waits for a release signal).
   ~CudaIpcTransport() override;
 
   int ranks() const override { return static_cast<int>(channels_.size()); }
   uint64_t bucket_size_bytes() const override { return bucket_size_bytes_; }
-  /// send(): allocates and announces the ring at the first bucket, copies the payload into the next slot (waiting
-  /// for the copy), then sends the slot message. Errors as ShmTransport's, plus what DeviceIpc throws.
+  /// send(): allocates and announces the ring (and the staging pieces) at the first bucket unless open_sender did,
+  /// copies the payload into the next slot (waiting for the copy), then sends the slot message. send_filled(): the
+  /// same, the payload filled piece by piece into the staging pieces and copied from there. Errors as
+  /// ShmTransport's, plus what DeviceIpc throws, "refit: rank R: cuda-ipc: ...".
   SenderEndpoint& sender(int rank) override;
+  /// Sender side: allocates rank `rank`'s ring and staging and sends its handshake now, before its first bucket (a
+  /// sender process does this while the trainer still prepares). A no-op when already done. Errors as send()'s.
+  void open_sender(int rank);
   /// receive(): imports the ring at the handshake, then copies each bucket out of its slot. Throws Error(State)
   /// for a handshake from this very process, Error(Mismatch) for a ring of another bucket size, on an unexpected
   /// GPU id (local_gpu_id) or on a GPU whose UUID is not the rank's, Error(Format) for a malformed control message,

@@ -27,6 +27,25 @@ class ExportedDeviceMemory {
   /// host-side signal sent afterwards orders them for the importer). Throws Error(Mismatch) out of range,
   /// Error(Io) naming the CUDA error.
   virtual void write(uint64_t offset, std::span<const uint8_t> src) = 0;
+  /// Starts copying `src` to [offset, offset + src.size()) of the allocation and returns without waiting: the copy
+  /// may happen at any time until wait_written(ticket) returns, so `src` must neither change nor be freed before
+  /// that. Copies are asynchronous to the host only from page-locked memory (DeviceIpc::allocate_pinned); from
+  /// pageable memory the driver stages them. Returns the copy's ticket: 1 for the first copy, then increasing by 1.
+  /// Throws Error(Mismatch) out of range, Error(Io) naming the CUDA error.
+  virtual uint64_t write_async(uint64_t offset, std::span<const uint8_t> src) = 0;
+  /// Waits until copy `ticket` and every copy started before it are in the allocation (so a host-side signal sent
+  /// afterwards orders them for the importer). A ticket already waited for, and ticket 0, return at once. Throws Error(Mismatch)
+  /// for a ticket not issued yet, Error(Io) naming the CUDA error.
+  virtual void wait_written(uint64_t ticket) = 0;
+};
+
+/// Page-locked host memory for staging copies into exported device memory (ExportedDeviceMemory::write_async);
+/// freed when destroyed.
+class PinnedHostMemory {
+ public:
+  virtual ~PinnedHostMemory() = default;
+  /// The whole allocation, 4 KiB aligned.
+  virtual std::span<uint8_t> bytes() = 0;
 };
 
 /// Another process's exported memory, opened in this one (the importer side). Closed when destroyed.
@@ -47,6 +66,9 @@ class DeviceIpc {
   /// Allocates `bytes` on local device `device` and exports it. Throws Error(Resource) naming the bytes and device
   /// when refused (no device, out of memory), Error(Io) on another CUDA error.
   virtual std::unique_ptr<ExportedDeviceMemory> allocate(int device, uint64_t bytes) const = 0;
+  /// Allocates `bytes` of page-locked host memory (cudaHostAlloc, portable to every device), contents unspecified.
+  /// Throws Error(Resource) naming the bytes when refused.
+  virtual std::unique_ptr<PinnedHostMemory> allocate_pinned(uint64_t bytes) const = 0;
   /// The GPU's identity, the same in every process whatever its device numbering (cudaDeviceProp::uuid, 16 B).
   /// Throws Error(Io) naming the device when it cannot be queried.
   virtual std::array<uint8_t, 16> device_uuid(int device) const = 0;

@@ -9,8 +9,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 
 #include "core/errors.hpp"
+#include "modes/sync/host_buffer.hpp"
 
 namespace wsb::refit {
 namespace {
@@ -62,11 +64,47 @@ class Exported final : public ExportedDeviceMemory {
   }
   void write(uint64_t offset, std::span<const uint8_t> src) override {
     check_ring_range("host ipc", "write", offset, src.size(), map_.bytes());
+    wait_written(issued_);  // as on one CUDA stream: after every copy started before it
     if (!src.empty()) std::memcpy(map_.data() + offset, src.data(), src.size());
+  }
+  uint64_t write_async(uint64_t offset, std::span<const uint8_t> src) override {
+    check_ring_range("host ipc", "write", offset, src.size(), map_.bytes());
+    pending_.push_back(Copy{.ticket = ++issued_, .offset = offset, .src = src});
+    return issued_;
+  }
+  void wait_written(uint64_t ticket) override {
+    if (ticket > issued_) {
+      throw Error(ErrorKind::Mismatch, fmt::format("host ipc: wait for copy {}, but only {} were started", ticket,
+                                                   issued_));
+    }
+    while (!pending_.empty() && pending_.front().ticket <= ticket) {
+      const Copy& c = pending_.front();
+      if (!c.src.empty()) std::memcpy(map_.data() + c.offset, c.src.data(), c.src.size());
+      pending_.pop_front();
+    }
   }
 
  private:
+  /// A copy started and not yet done: the stand-in copies at the latest moment the interface allows (when it is
+  /// waited for), so a caller that reuses a source or signals the importer too early sees stale bytes.
+  struct Copy {
+    uint64_t ticket;
+    uint64_t offset;
+    std::span<const uint8_t> src;
+  };
   Mapped map_;
+  uint64_t issued_ = 0;
+  std::deque<Copy> pending_;  // never waited for when destroyed: dropped
+};
+
+/// "Pinned" memory of the stand-in: page-aligned ordinary memory.
+class Pinned final : public PinnedHostMemory {
+ public:
+  explicit Pinned(uint64_t bytes) : buffer_(bytes, 4096) {}
+  std::span<uint8_t> bytes() override { return buffer_.span(); }
+
+ private:
+  HostBuffer buffer_;
 };
 
 class Imported final : public ImportedDeviceMemory {
@@ -92,6 +130,14 @@ std::unique_ptr<ExportedDeviceMemory> HostDeviceIpc::allocate(int device, uint64
                                                  std::strerror(error)));
   }
   return std::make_unique<Exported>(fd, bytes);
+}
+
+std::unique_ptr<PinnedHostMemory> HostDeviceIpc::allocate_pinned(uint64_t bytes) const {
+  try {
+    return std::make_unique<Pinned>(bytes);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::Resource, fmt::format("host ipc: allocating {} B of staging memory failed", bytes));
+  }
 }
 
 std::array<uint8_t, 16> HostDeviceIpc::device_uuid(int device) const {

@@ -31,11 +31,12 @@ std::exception_ptr failure_of(Fn&& end) noexcept {
 /// Sender threads in this process.
 class InProcLink final : public RefitLink {
  public:
-  explicit InProcLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes, 2, s.pool) {
-    for (int r = 0; r < s.ranks; ++r) {
-      threads_.emplace_back([this, send = s.send, pool = s.pool, r] {
+  explicit InProcLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes, 2, s.pool), send_(s.send), pool_(s.pool) {}
+  void start() override {
+    for (int r = 0; r < transport_.ranks(); ++r) {
+      threads_.emplace_back([this, r] {
         try {
-          send(r, transport_, pool);
+          send_(r, transport_, pool_);
         } catch (...) {
           // stream_shard failed the channel: the receiver raises it.
         }
@@ -60,31 +61,41 @@ class InProcLink final : public RefitLink {
     threads_.clear();
   }
   InProcTransport transport_;
+  std::function<void(int, Transport&, WorkPool*)> send_;
+  WorkPool* pool_;
   std::vector<std::thread> threads_;
 };
 
 /// Sender threads in a process forked for this refit, buckets through shared-memory rings.
 class ShmLink final : public RefitLink {
  public:
-  explicit ShmLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes) {
+  explicit ShmLink(const LinkSetup& s) : transport_(s.ranks, s.bucket_bytes), send_(s.send), pack_threads_(s.pack_threads),
+        receive_pool_(s.pool) {
     // Read only in the forked child: its senders stop when this process (their receiver) is gone.
     transport_.set_receiver_alive([parent = getpid()] { return getppid() == parent; });
-    process_ = std::make_unique<SenderProcess>(s.ranks, [this, send = s.send, threads = s.pack_threads](int r) {
+  }
+  void start() override {
+    process_ = std::make_unique<SenderProcess>(transport_.ranks(), [this](int r) {
       // In the forked child: its packing pool is its own (the engine's pool threads do not cross a fork).
-      std::call_once(child_pool_once_, [&] { child_pool_ = std::make_unique<WorkPool>(threads); });
-      send(r, transport_, child_pool_.get());
+      std::call_once(child_pool_once_, [&] { child_pool_ = std::make_unique<WorkPool>(pack_threads_); });
+      send_(r, transport_, child_pool_.get());
     });
     transport_.set_sender_alive([process = process_.get()] { return process->alive(); });
-    transport_.set_receive_copy_pool(s.pool);
+    transport_.set_receive_copy_pool(receive_pool_);
   }
   Transport& transport() override { return transport_; }
   std::exception_ptr finish() noexcept override {
     // A stream that ended cleanly and a sender that then crashed still fails the refit.
-    return failure_of([this] { process_->join(); });
+    return failure_of([this] {
+      if (process_) process_->join();
+    });
   }
 
  private:
   ShmTransport transport_;
+  std::function<void(int, Transport&, WorkPool*)> send_;
+  int pack_threads_;
+  WorkPool* receive_pool_;  // this process's: set after the fork
   std::once_flag child_pool_once_;
   std::unique_ptr<WorkPool> child_pool_;  // set in the forked child only
   std::unique_ptr<SenderProcess> process_;
@@ -105,6 +116,7 @@ class CudaIpcLink final : public RefitLink {
     senders_.reset();
   }
   Transport& transport() override { return *transport_; }
+  void start() override { senders_->start(); }
   std::exception_ptr finish() noexcept override {
     transport_.reset();
     return failure_of([this] { senders_->release_and_join(); });

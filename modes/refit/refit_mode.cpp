@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <thread>
 
 
 #include "core/errors.hpp"
+#include "modes/refit/first_arrival.hpp"
 #include "modes/refit/receiver_group.hpp"
 #include "modes/refit/refit_link.hpp"
 #include "modes/refit/sender.hpp"
@@ -118,40 +120,51 @@ void RefitMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
                                               version_string(trainer_.version()), version_string(target),
                                               version_string(served)));
   }
+  // A cuda-ipc sender process needs none of the weights for its setup (exec, CUDA context, device rings, pinned
+  // staging, handshakes): it runs while the trainer advances them, and streams at the link's start().
+  std::unique_ptr<RefitLink> link;
+  if (context_.sync.refit.transport == RefitTransport::CudaIpc) link = open_link(link_setup());
   trainer_.advance(context_.store, target, context_.threads, log, [this] { images_version_.reset(); });
   images_version_.reset();
-  stream(log);
+  stream(log, std::move(link));
   images_version_ = target;
   ++refits_;
 }
 
-void RefitMode::stream(PhaseLog& log) {
+LinkSetup RefitMode::link_setup() {
+  const RefitTransport kind = context_.sync.refit.transport;
+  return LinkSetup{.transport = kind,
+                   .ranks = static_cast<int>(shards_.size()),
+                   .bucket_bytes = bucket_bytes_,
+                   // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded here.
+                   .send =
+                       [this, kind](int r, Transport& t, WorkPool* pack_pool) {
+                         SendOptions options;
+                         options.pack_pool = pack_pool;
+                         // In a forked child the buffers would be copy-on-write pages: only threads of this process
+                         // pack into them.
+                         if (kind == RefitTransport::Inproc) options.buffers = &send_buffers_[static_cast<size_t>(r)];
+                         options.send_ahead = kind != RefitTransport::Inproc;  // send() copies into a slot there
+                         stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, t, options);
+                       },
+                   .pool = work_.get(),
+                   .pack_threads = context_.threads,
+                   .trainer = &trainer_,
+                   .ipc = context_.device_ipc,
+                   .rank_devices = context_.rank_devices,
+                   .base_gpu_id = context_.sync.refit.base_gpu_id,
+                   .sender_exe = context_.refit_sender_exe};
+}
+
+void RefitMode::stream(PhaseLog& log, std::unique_ptr<RefitLink> link) {
   ScopedPhase phase(log, "prepare.stream", Floor::HostMemcpy);
+  const auto since = std::chrono::steady_clock::now();
   const int ranks = static_cast<int>(shards_.size());
   const RefitTransport kind = context_.sync.refit.transport;
-  LinkSetup setup{.transport = kind,
-                  .ranks = ranks,
-                  .bucket_bytes = bucket_bytes_,
-                  // Sender rank r: a failure fails its channel (the receivers raise it), so nothing is recorded here.
-                  .send =
-                      [this, kind](int r, Transport& t, WorkPool* pack_pool) {
-                        SendOptions options;
-                        options.pack_pool = pack_pool;
-                        // In a forked child the buffers would be copy-on-write pages: only threads of this process
-                        // pack into them.
-                        if (kind == RefitTransport::Inproc) options.buffers = &send_buffers_[static_cast<size_t>(r)];
-                        options.send_ahead = kind != RefitTransport::Inproc;  // send() copies into a slot there
-                        stream_shard(r, trainer_.rank_weights(r), bucket_bytes_, t, options);
-                      },
-                  .pool = work_.get(),
-                  .pack_threads = context_.threads,
-                  .trainer = &trainer_,
-                  .ipc = context_.device_ipc,
-                  .rank_devices = context_.rank_devices,
-                  .base_gpu_id = context_.sync.refit.base_gpu_id,
-                  .sender_exe = context_.refit_sender_exe};
-  std::unique_ptr<RefitLink> link = open_link(setup);
-  Transport& transport = link->transport();
+  if (!link) link = open_link(link_setup());
+  link->start();
+  FirstArrival arrival(link->transport());  // destroyed before the link: it forwards to the link's transport
+  Transport& transport = arrival;
   FirstError first;
   uint64_t bytes = 0;
   {
@@ -202,6 +215,9 @@ void RefitMode::stream(PhaseLog& log) {
     }
   }
   first.rethrow();
+  if (const auto start = arrival.seconds_since(since)) {
+    log.add(PhaseRecord{.name = "prepare.stream_start", .seconds = *start, .bytes = 0, .floor = Floor::None});
+  }
   phase.add_bytes(bytes);
 }
 

@@ -40,7 +40,10 @@ class RefitMode final : public SyncMode {
   std::string_view name() const override { return "refit"; }
   void on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) override;
   /// Phases: prepare.trainer.{plan,stage,apply_verify,shard} (the trainer's side), prepare.stream (senders, aligner
-  /// and apply into the rank images; bytes = every rank's shard bytes). Errors: the trainer's (Missing target,
+  /// and apply into the rank images; bytes = every rank's shard bytes) and, within it, prepare.stream_start (from
+  /// its start until every rank's first bucket arrived: sender setup left after the trainer phases, plus the first
+  /// bucket; 0 bytes; recorded for a refit that succeeded). A cuda-ipc sender process is started before the
+  /// trainer phases, so its setup overlaps them. Errors: the trainer's (Missing target,
   /// Lineage, Checksum ...), then any stream error, raised with the text of the rank that detected it
   /// ("refit: rank R: ... weight 'W'").
   void prepare(uint32_t served, uint32_t target, PhaseLog& log) override;
@@ -58,7 +61,9 @@ class RefitMode final : public SyncMode {
   uint64_t last_batches() const { return last_batches_; }
 
  private:
-  void stream(PhaseLog& log);
+  /// Receives one refit over `link` (opened here when null) into the rank images.
+  void stream(PhaseLog& log, std::unique_ptr<RefitLink> link);
+  LinkSetup link_setup();
 
   SyncContext context_;
   /// The prepare's worker threads: receive copies, placements, and the in-process senders' packing.

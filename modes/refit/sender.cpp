@@ -94,32 +94,52 @@ uint64_t refit_bucket_bytes(uint64_t requested, const RankShards& shards) {
   return std::min(std::max(64 * kMiB, align_up(largest, kMiB)), std::max(kMiB, align_up(largest_rank, kMiB)));
 }
 
-void pack_bucket(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, std::vector<uint8_t>& payload,
-                 WorkPool* pool, uint64_t min_piece) {
-  const uint64_t size = entries.empty() ? 0 : entries.back().offset + entries.back().bytes;
-  payload.resize(size);
-  // Each piece fills bucket bytes [lo, hi): the parts of the entries inside it and the gaps between them, so
-  // pieces never share a byte and every byte of the payload is written once.
-  const auto fill = [&](uint64_t lo, uint64_t hi) {
-    auto k = static_cast<size_t>(std::upper_bound(entries.begin(), entries.end(), lo,
-                                                  [](uint64_t at, const WireEntry& e) { return at < e.offset + e.bytes; }) -
-                                 entries.begin());
-    uint64_t cursor = lo;
-    for (; k < entries.size() && entries[k].offset < hi; ++k) {
-      const WireEntry& e = entries[k];
-      const uint64_t from = std::max(lo, e.offset), to = std::min(hi, e.offset + e.bytes);
-      if (from > cursor) std::memset(payload.data() + cursor, 0, from - cursor);
-      if (to > from) copy_streaming(payload.data() + from, weights[k].bytes.data() + (from - e.offset), to - from);
-      cursor = std::max(cursor, to);
-    }
-    if (hi > cursor) std::memset(payload.data() + cursor, 0, hi - cursor);
-  };
+namespace {
+
+/// Writes bytes [lo, hi) of the bucket of `entries` (weights[k] is entry k's bytes) to `dst`, which holds bucket
+/// byte lo at dst[0]: the parts of the entries inside the range and the gaps between them, zeroed. Ranges that do
+/// not overlap never share a byte, so pieces of one bucket may be filled on several threads at once.
+void fill_range(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, uint64_t lo, uint64_t hi,
+                uint8_t* dst) {
+  auto k = static_cast<size_t>(std::upper_bound(entries.begin(), entries.end(), lo,
+                                                [](uint64_t at, const WireEntry& e) { return at < e.offset + e.bytes; }) -
+                               entries.begin());
+  uint64_t cursor = lo;
+  for (; k < entries.size() && entries[k].offset < hi; ++k) {
+    const WireEntry& e = entries[k];
+    const uint64_t from = std::max(lo, e.offset), to = std::min(hi, e.offset + e.bytes);
+    if (from > cursor) std::memset(dst + (cursor - lo), 0, from - cursor);
+    if (to > from) copy_streaming(dst + (from - lo), weights[k].bytes.data() + (from - e.offset), to - from);
+    cursor = std::max(cursor, to);
+  }
+  if (hi > cursor) std::memset(dst + (cursor - lo), 0, hi - cursor);
+}
+
+/// fill_range of [lo, lo + dst.size()) in pieces of at least `min_piece` bytes across `pool` (may be null).
+void fill_parallel(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, uint64_t lo,
+                   std::span<uint8_t> dst, WorkPool* pool, uint64_t min_piece) {
+  const uint64_t size = dst.size();
   if (pool == nullptr || size == 0) {
-    fill(0, size);
+    fill_range(entries, weights, lo, lo + size, dst.data());
     return;
   }
   const uint64_t piece = piece_bytes(size, pool->threads(), min_piece);
-  pool->run((size + piece - 1) / piece, [&](size_t i) { fill(i * piece, std::min(size, (i + 1) * piece)); });
+  pool->run((size + piece - 1) / piece, [&](size_t i) {
+    const uint64_t from = i * piece, to = std::min(size, (i + 1) * piece);
+    fill_range(entries, weights, lo + from, lo + to, dst.data() + from);
+  });
+}
+
+uint64_t payload_size(std::span<const WireEntry> entries) {
+  return entries.empty() ? 0 : entries.back().offset + entries.back().bytes;
+}
+
+}  // namespace
+
+void pack_bucket(std::span<const WireEntry> entries, std::span<const ShardWeight> weights, std::vector<uint8_t>& payload,
+                 WorkPool* pool, uint64_t min_piece) {
+  payload.resize(payload_size(entries));
+  fill_parallel(entries, weights, 0, payload, pool, min_piece);
 }
 
 namespace {
@@ -192,18 +212,26 @@ void stream_shard(int rank, std::span<const ShardWeight> shard, uint64_t bucket_
     check_bucket_sizes(bucket_size_bytes, transport.bucket_size_bytes());
     const auto plan = plan_buckets(rank, shard, bucket_size_bytes);
     std::optional<SendAhead> ahead;
-    if (options.send_ahead) ahead.emplace(out);
+    bool filled = true;  // until the transport says it has no filled path (its answer never changes)
     size_t next = 0;
     for (const auto& entries : plan) {
+      const auto weights = shard.subspan(next, entries.size());
+      next += entries.size();
+      if (filled) {
+        filled = out.send_filled(entries, payload_size(entries), [&](uint64_t offset, std::span<uint8_t> dst) {
+          fill_parallel(entries, weights, offset, dst, options.pack_pool, uint64_t{1} << 20);
+        });
+        if (filled) continue;
+      }
       Bucket bucket;
       bucket.payload = out.spare_payload();  // an earlier bucket's buffer when the transport has one
       if (bucket.payload.capacity() == 0 && options.buffers != nullptr && !options.buffers->empty()) {
         bucket.payload = std::move(options.buffers->back());
         options.buffers->pop_back();
       }
-      pack_bucket(entries, shard.subspan(next, entries.size()), bucket.payload, options.pack_pool);
-      next += entries.size();
+      pack_bucket(entries, weights, bucket.payload, options.pack_pool);
       bucket.entries = entries;
+      if (options.send_ahead && !ahead) ahead.emplace(out);
       if (ahead) {
         ahead->send(std::move(bucket));
       } else {

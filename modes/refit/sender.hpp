@@ -51,11 +51,14 @@ struct SendOptions {
   /// buffers, allocated and faulted in once rather than in every refit). Taken from, never given back to here.
   std::vector<std::vector<uint8_t>>* buffers = nullptr;
   /// A thread of this rank's own sends bucket k while bucket k + 1 is packed (one more buffer in flight): for
-  /// transports whose send() itself copies (shared-memory slots, device rings).
+  /// transports whose send() itself copies (shared-memory slots). Unused by a transport with a filled path
+  /// (SenderEndpoint::send_filled: device rings), which overlaps packing and copying itself.
   bool send_ahead = false;
 };
 
-/// Packs `shard` into buckets of `bucket_size_bytes` and sends them on transport.sender(rank), then finish().
+/// Packs `shard` into buckets of `bucket_size_bytes` and sends them on transport.sender(rank), then finish(). Each
+/// bucket goes through the endpoint's filled path when it has one (send_filled: packed straight into the
+/// transport's staging memory across `pack_pool`), else packed into a payload buffer and sent.
 /// Setup refuses a bucket size different from the transport's (check_bucket_sizes) before sending anything.
 /// On any error the channel is failed with the error text (so the receiver raises it, never waits) and the error
 /// rethrown.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,10 +10,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -139,6 +142,40 @@ void wait_for_release() {
   }
 }
 
+/// Blocks for the start byte; false when the pipe reached EOF without it (the engine gave up before the stream).
+bool wait_for_start() {
+  char byte = 0;
+  ssize_t n = -1;
+  while ((n = read(kJobStartFd, &byte, 1)) < 0 && errno == EINTR) {
+  }
+  return n == 1;
+}
+
+/// The rank threads' gate: opened once the engine's start byte came (or the engine gave up).
+class StartGate {
+ public:
+  void open(bool go) {
+    {
+      std::lock_guard lock(mu_);
+      decided_ = true;
+      go_ = go;
+    }
+    cv_.notify_all();
+  }
+  /// Blocks until open(); returns its `go`.
+  bool wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return decided_; });
+    return go_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool decided_ = false;
+  bool go_ = false;
+};
+
 }  // namespace
 
 fs::path sender_executable(const fs::path& configured) {
@@ -175,33 +212,50 @@ CudaIpcSenders::CudaIpcSenders(const fs::path& exe, std::string_view ipc_kind, c
     }
   }
   const int job = text_memfd(make_job(trainer, control, bucket_size_bytes, gpus, regions, pack_threads).dump());
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+  // The start signal is a socket, not a pipe: writing it to a process that already exited must fail with EPIPE
+  // (MSG_NOSIGNAL), not raise SIGPIPE in the engine.
+  int start_fds[2] = {-1, -1}, release_fds[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, start_fds) != 0 || pipe2(release_fds, O_CLOEXEC) != 0) {
     const int error = errno;
     close(job);
+    for (int fd : {start_fds[0], start_fds[1]}) {
+      if (fd >= 0) close(fd);
+    }
     errno = error;
-    io_error("pipe2");
+    io_error("socketpair / pipe2");
   }
-  release_write_ = pipe_fds[1];
+  start_write_ = start_fds[1];
+  release_write_ = release_fds[1];
   stderr_fd_ = memfd_create("wsbench-refit-sender-stderr", MFD_CLOEXEC);
-  std::vector<int> fds{job, control.fd(), pipe_fds[0]};
+  std::vector<int> fds{job, control.fd(), start_fds[0], release_fds[0]};
   for (const HostBuffer* b : regions) fds.push_back(b->shared_fd());
+  const auto close_child_ends = [&] {
+    close(job);
+    close(start_fds[0]);
+    close(release_fds[0]);
+  };
   try {
     process_ = std::make_unique<SenderProcess>(
         exe, std::vector<std::string>{"refit-sender", "--ipc", std::string(ipc_kind)}, fds, stderr_fd_);
   } catch (...) {
-    close(job);
-    close(pipe_fds[0]);
-    close(release_write_);
-    release_write_ = -1;
-    if (stderr_fd_ >= 0) close(stderr_fd_);
+    close_child_ends();
+    for (int* fd : {&start_write_, &release_write_, &stderr_fd_}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
     throw;
   }
-  close(job);
-  close(pipe_fds[0]);
+  close_child_ends();
+}
+
+void CudaIpcSenders::start() noexcept {
+  const char byte = 1;
+  while (send(start_write_, &byte, 1, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
 }
 
 CudaIpcSenders::~CudaIpcSenders() {
+  if (start_write_ >= 0) close(start_write_);
   if (release_write_ >= 0) close(release_write_);
   process_.reset();  // kills the process if it still runs
   if (stderr_fd_ >= 0) close(stderr_fd_);
@@ -276,18 +330,38 @@ int run_sender_job(const DeviceIpc& ipc) {
   }
   std::atomic<bool> failed{false};
   {
+    StartGate gate;
     std::vector<std::thread> threads;
     for (size_t r = 0; r < shards.size(); ++r) {
       threads.emplace_back([&, r] {
+        const int rank = static_cast<int>(r);
         try {
-          // The device copy of a bucket (send) runs while the next one is packed.
+          // Device ring, pinned staging, handshake: set up while the engine's trainer still advances the weights.
+          transport->open_sender(rank);
+        } catch (const std::exception& e) {
+          failed = true;
+          transport->sender(rank).fail(e.what());
+          gate.wait();
+          return;
+        }
+        if (!gate.wait()) {
+          failed = true;
+          transport->sender(rank).fail("sender process: the engine closed the link before the stream started");
+          return;
+        }
+        try {
+          // Each bucket is packed in pieces into the channel's pinned staging, each piece's device copy running
+          // while the next piece is packed (CudaIpcTransport's send_filled).
           stream_shard(static_cast<int>(r), shards[r], bucket_bytes, *transport,
-                       SendOptions{.pack_pool = pack_pool.get(), .buffers = nullptr, .send_ahead = true});
+                       SendOptions{.pack_pool = pack_pool.get(), .buffers = nullptr, .send_ahead = false});
         } catch (...) {
           failed = true;  // stream_shard failed the channel with the error text
         }
       });
     }
+    const bool go = wait_for_start();
+    if (!go) std::cerr << "wsbench refit-sender: the engine closed the link before the stream started\n";
+    gate.open(go);
     for (auto& t : threads) t.join();
   }
   wait_for_release();

@@ -7,6 +7,7 @@
 // (sender exports device buckets with cudaIpcGetMemHandle, a different process imports them; receive() would then
 // fill device buffers). Sender and receiver endpoints are separate objects so each can live in its own process.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@
 
 namespace wsb::refit {
 
+/// Writes bytes [offset, offset + dst.size()) of the bucket being sent into `dst` (the sender's packing, run by a
+/// transport's filled path). May throw: the bucket is then abandoned.
+using BucketFill = std::function<void(uint64_t offset, std::span<uint8_t> dst)>;
+
 /// Sending end of one rank's channel. Calls come from one thread (the sender rank).
 class SenderEndpoint {
  public:
@@ -22,6 +27,15 @@ class SenderEndpoint {
   /// Queues one bucket (blocks while the channel is full: back-pressure, no unbounded buffering).
   /// Throws Error(State) after finish() or fail(), Error(Mismatch) when the payload exceeds bucket_size_bytes.
   virtual void send(Bucket bucket) = 0;
+  /// Sends one bucket of `entries` and `payload_bytes` whose payload the transport has `fill` write straight into
+  /// its own memory, in pieces of increasing offset covering [0, payload_bytes) once, so the sender needs no
+  /// payload buffer (the cuda-ipc transport: a pinned staging ring, each piece copied to the device while the next
+  /// is filled). Returns false, having done nothing, when the transport has no such path -- the same answer on every
+  /// call of an endpoint; the sender then packs a Bucket and calls send(). When `fill` throws, nothing of the bucket
+  /// is delivered and the exception propagates. Errors otherwise as send().
+  virtual bool send_filled(std::vector<WireEntry> /*entries*/, uint64_t /*payload_bytes*/, const BucketFill& /*fill*/) {
+    return false;
+  }
   /// Ends the stream normally; the receiver sees ReceivedBatch{end = true} after the queued buckets.
   virtual void finish() = 0;
   /// Ends the stream with a failure; the receiver's next receive() throws Error(Io) quoting `message`.

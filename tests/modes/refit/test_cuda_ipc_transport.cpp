@@ -104,6 +104,9 @@ class SlowReadIpc final : public DeviceIpc {
   std::unique_ptr<ExportedDeviceMemory> allocate(int device, uint64_t bytes) const override {
     return inner_.allocate(device, bytes);
   }
+  std::unique_ptr<PinnedHostMemory> allocate_pinned(uint64_t bytes) const override {
+    return inner_.allocate_pinned(bytes);
+  }
   std::unique_ptr<ImportedDeviceMemory> open(int device, const IpcMemHandle& handle, uint64_t bytes) const override {
     struct Slow final : ImportedDeviceMemory {
       std::unique_ptr<ImportedDeviceMemory> in;
