@@ -123,6 +123,17 @@ TEST_P(RefitTransports, OneVersionStepPerRefitAcrossManyBatchesAndImagesEqualThe
     for (const auto& s : rank) shard_bytes += s.spec.bytes();
   }
   EXPECT_EQ(log.bytes("prepare.stream"), shard_bytes);
+  // prepare.stream_start: once, within prepare.stream, no bytes of its own.
+  size_t starts = 0;
+  for (const PhaseRecord& p : log.records()) {
+    if (p.name != "prepare.stream_start") continue;
+    ++starts;
+    EXPECT_EQ(p.bytes, 0u);
+    EXPECT_EQ(p.floor, Floor::None);
+  }
+  EXPECT_EQ(starts, 1u);
+  EXPECT_GT(log.seconds("prepare.stream_start"), 0.0);
+  EXPECT_LE(log.seconds("prepare.stream_start"), log.seconds("prepare.stream"));
 
   HostStorages live(layouts);
   mode.preflight(2);
@@ -178,6 +189,29 @@ TEST_P(RefitTransports, ProbesDuringTheRefitAreServedAtTheOldVersionAndCommitBum
   native.load_native(native_dir, 3);
   EXPECT_EQ(engine.storage_checksums(), native.storage_checksums());
   EXPECT_EQ(fingerprint(engine.generate(probe())), fingerprint(native.generate(probe())));
+}
+
+TEST_P(RefitTransports, AnUnpublishedTargetIsRejectedWithNothingStreamedAndTheNextRefitStreams) {
+  // cuda-ipc opens its link (starts the sender process) before the trainer finds the target missing: the process
+  // is wound down unstarted and the next refit starts a fresh one.
+  const ModelProfile profile = test::tiny_profile();
+  const auto shards = refit::plan_rank_shards(profile.canonical_tensors(), build_rank_layouts(profile, kTp));
+  refit::RefitMode mode(context(smallest_bucket(shards)));
+  PhaseLog log;
+  mode.on_native_load(CheckpointReader(Store(store()).update_dir(0)), 0, log);
+  EXPECT_EQ(test::error_message([&] { mode.prepare(0, 9, log); }, ErrorKind::Missing),
+            "version 000009 not published in " + store().string());
+  EXPECT_EQ(mode.prepared_version(), std::nullopt);
+  EXPECT_EQ(mode.refits(), 0u);
+  EXPECT_EQ(log.seconds("prepare.stream"), 0.0);
+  mode.prepare(0, 1, log);
+  EXPECT_EQ(mode.prepared_version(), 1u);
+  EXPECT_EQ(mode.refits(), 1u);
+  uint64_t shard_bytes = 0;
+  for (const auto& rank : shards) {
+    for (const auto& s : rank) shard_bytes += s.spec.bytes();
+  }
+  EXPECT_EQ(log.bytes("prepare.stream"), shard_bytes);
 }
 
 TEST_F(RefitModeTest, BucketSmallerThanAWeightIsRefusedAtSetupNamingTheWeightAndTheSizeNeeded) {

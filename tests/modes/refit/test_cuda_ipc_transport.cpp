@@ -3,7 +3,11 @@
 // (the trainer), this process imports them and checks every byte (the engine). Exact bytes and counts end to end;
 // a slow receiver never reads a ring slot the sender already reused; an import in the exporting process, a ring of
 // another bucket size, a ring on another GPU and a malformed handshake are each refused with their exact text; the
-// base GPU id maps physical to local ids.
+// base GPU id maps physical to local ids. The sender's staged path (send_filled: buckets packed piece by piece into
+// pinned staging, each piece copied asynchronously into the ring): exact payload bytes, alignment gaps zeroed, for
+// buckets spanning several pieces of odd sizes; a fill that throws mid-bucket fails the stream and delivers nothing
+// of that bucket. The host stand-in performs an asynchronous copy only when it is waited for, so a staging piece
+// reused too early, or a bucket announced before its copies completed, shows up as wrong bytes.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -13,6 +17,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <random>
 #include <thread>
 #include <utility>
@@ -136,7 +142,8 @@ CudaIpcGpus gpus_of(int ranks, int base_gpu_id = 0) {
 
 /// One refit: the child exports and streams every rank of `shards`; this process imports, receives and checks.
 RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes, const CudaIpcGpus& gpus,
-                              std::chrono::microseconds receive_delay = 0us, std::chrono::microseconds read_delay = 0us) {
+                              std::chrono::microseconds receive_delay = 0us, std::chrono::microseconds read_delay = 0us,
+                              CudaIpcStaging staging = {}) {
   const HostDeviceIpc ipc;
   const SlowReadIpc slow_ipc(ipc, read_delay);
   const int ranks = static_cast<int>(shards.specs.size());
@@ -144,7 +151,7 @@ RunRecord cross_process_refit(const Shards& shards, uint64_t bucket_bytes, const
   ReleasePipe release;
   ChildProcess child([&] {
     control.set_receiver_alive(parent_alive());
-    CudaIpcTransport transport(control, bucket_bytes, ipc, gpus);
+    CudaIpcTransport transport(control, bucket_bytes, ipc, gpus, staging);
     stream_every_rank(shards, bucket_bytes, transport);
     release.wait();
   });
@@ -201,16 +208,198 @@ TEST(RefitCudaIpcTransport, SlowReceiverNeverReadsARingSlotTheSenderReused) {
   // Forty 1000 B weights per rank, one per 1024 B bucket: 40 buckets through a ring of 4 slots per rank, so the
   // sender is always as far ahead as the control ring lets it. The receiver is slow once before each receive, and
   // once more inside the device copy, after the control slot was freed: the window a reused slot would fall in.
+  // Each bucket goes through the staging whole (one piece), and in four pieces of 300 B through two staging
+  // pieces, so the back-pressure also holds while a staging piece waits for its copy.
   const auto shards = make_shards(equal_specs(2, 40, 1000));
   ASSERT_EQ(CudaIpcTransport::device_slots(2), 4u);
-  for (const auto& [before, inside] : {std::pair{2000us, 0us}, std::pair{0us, 2000us}}) {
-    SCOPED_TRACE("delay before receive " + std::to_string(before.count()) + " us, inside the copy " +
-                 std::to_string(inside.count()) + " us");
-    const RunRecord rec = cross_process_refit(shards, 1024, gpus_of(2), before, inside);
-    EXPECT_EQ(rec.names, names_upto(40));
-    EXPECT_EQ(rec.bytes, 80000u);
-    EXPECT_EQ(rec.transport_batches, (std::vector<uint64_t>{40, 40}));
+  for (const CudaIpcStaging staging : {CudaIpcStaging{}, CudaIpcStaging{.pieces = 2, .piece_bytes = 300}}) {
+    for (const auto& [before, inside] : {std::pair{2000us, 0us}, std::pair{0us, 2000us}}) {
+      SCOPED_TRACE("staging " + std::to_string(staging.pieces) + " x " + std::to_string(staging.piece_bytes) +
+                   " B, delay before receive " + std::to_string(before.count()) + " us, inside the copy " +
+                   std::to_string(inside.count()) + " us");
+      const RunRecord rec = cross_process_refit(shards, 1024, gpus_of(2), before, inside, staging);
+      EXPECT_EQ(rec.names, names_upto(40));
+      EXPECT_EQ(rec.bytes, 80000u);
+      EXPECT_EQ(rec.transport_batches, (std::vector<uint64_t>{40, 40}));
+    }
   }
+}
+
+/// The payload a bucket of `entries` must arrive as, built without the sender's packing code: zeros, each weight's
+/// bytes at its entry's offset.
+std::vector<uint8_t> expected_payload(const std::vector<WireEntry>& entries, const Shards& shards, size_t first) {
+  std::vector<uint8_t> out(entries.back().offset + entries.back().bytes, 0);
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const auto& bytes = shards.data[0][first + k];
+    std::copy(bytes.begin(), bytes.end(), out.begin() + static_cast<std::ptrdiff_t>(entries[k].offset));
+  }
+  return out;
+}
+
+/// Streams rank 0 of `shards` from a child through staging `staging` (the sender endpoint wrapped by `wrap`) and
+/// receives every bucket raw in this process into a poisoned buffer. Returns each bucket's entries and payload as
+/// received, and the receiver's error text ("" when the stream ended cleanly).
+struct RawStream {
+  std::vector<std::vector<WireEntry>> entries;
+  std::vector<std::vector<uint8_t>> payloads;
+  std::string error;
+};
+using WrapSender = std::function<std::unique_ptr<Transport>(Transport&)>;
+RawStream raw_stream(const Shards& shards, uint64_t bucket_bytes, CudaIpcStaging staging, const WrapSender& wrap = {}) {
+  const HostDeviceIpc ipc;
+  ShmTransport control(1, kCudaIpcControlBytes);
+  ReleasePipe release;
+  ChildProcess child([&] {
+    control.set_receiver_alive(parent_alive());
+    CudaIpcTransport transport(control, bucket_bytes, ipc, gpus_of(1), staging);
+    std::unique_ptr<Transport> wrapped = wrap ? wrap(transport) : nullptr;
+    try {
+      stream_shard(0, shards.weights(0), bucket_bytes, wrapped ? *wrapped : transport);
+    } catch (const Error&) {
+      // stream_shard failed the channel: the receiver reports it
+    }
+    release.wait();
+  });
+  control.set_sender_alive(child.liveness());
+  RawStream out;
+  {
+    CudaIpcTransport transport(control, bucket_bytes, ipc, gpus_of(1));
+    hang_guard([&] {
+      out.error = error_kind_and_text([&] {
+        while (true) {
+          std::vector<uint8_t> into(bucket_bytes, kPoison);
+          const ReceivedBatch b = transport.receiver(0).receive(into);
+          if (b.end) return;
+          into.resize(b.payload_bytes);
+          out.entries.push_back(b.entries);
+          out.payloads.push_back(std::move(into));
+        }
+      });
+    });
+  }
+  release.release();
+  EXPECT_EQ(child.wait(), exited_with(kChildReturned));
+  return out;
+}
+
+TEST(RefitCudaIpcTransport, StagedBucketsSpanningSeveralPiecesArriveExactWithTheirGapsZeroed) {
+  // Odd weight sizes, so most entries end mid-line and the next one starts after a gap of zeros; staging pieces of
+  // odd sizes, so pieces end mid-weight and mid-gap; a bucket spans up to 41 pieces through 2 or 3 staging pieces.
+  std::vector<std::vector<TensorSpec>> specs(1);
+  const int64_t sizes[] = {1, 63, 65, 777, 1000, 129, 5, 2048, 3, 64, 1500, 7, 4000, 31};
+  for (size_t i = 0; i < std::size(sizes); ++i) specs[0].push_back({fmt_name(i), DType::U8, {sizes[i]}});
+  const auto shards = make_shards(std::move(specs));
+  const uint64_t bucket = 4096;
+  const auto plan = plan_buckets(0, shards.weights(0), bucket);
+  ASSERT_EQ(plan.size(), 3u);
+  for (const CudaIpcStaging staging : {CudaIpcStaging{.pieces = 3, .piece_bytes = 100},
+                                       CudaIpcStaging{.pieces = 2, .piece_bytes = 64},
+                                       CudaIpcStaging{.pieces = 2, .piece_bytes = 1000}, CudaIpcStaging{}}) {
+    SCOPED_TRACE("staging " + std::to_string(staging.pieces) + " x " + std::to_string(staging.piece_bytes) + " B");
+    const RawStream got = raw_stream(shards, bucket, staging);
+    EXPECT_EQ(got.error, "");
+    ASSERT_EQ(got.entries.size(), plan.size());
+    size_t first = 0;
+    for (size_t b = 0; b < plan.size(); ++b) {
+      EXPECT_EQ(got.entries[b], plan[b]);
+      EXPECT_EQ(got.payloads[b], expected_payload(plan[b], shards, first)) << "bucket " << b;
+      first += plan[b].size();
+    }
+  }
+}
+
+TEST(RefitCudaIpcTransport, StagedRandomLayoutsAcrossRanksDeliverEveryWeightOnce) {
+  std::mt19937 rng(424242);
+  for (int trial = 0; trial < 6; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const int ranks = 1 + static_cast<int>(rng() % 3);
+    const size_t weights = 1 + rng() % 30;
+    const uint64_t bucket = 512 + rng() % 4096;
+    const CudaIpcStaging staging{.pieces = 2 + rng() % 3, .piece_bytes = 1 + rng() % 700};
+    const auto shards = make_shards(random_specs(rng, ranks, weights, bucket));
+    const RunRecord rec = cross_process_refit(shards, bucket, gpus_of(ranks), 0us, 0us, staging);
+    EXPECT_EQ(rec.names, names_upto(weights));
+    EXPECT_EQ(rec.bytes, total_weight_bytes(shards));
+    EXPECT_EQ(rec.transport_batches, sender_plan(shards, bucket).batches);
+    EXPECT_EQ(rec.transport_bytes, sender_plan(shards, bucket).bytes);
+    if (HasFailure()) return;
+  }
+}
+
+/// Forwards to a transport; its senders' filled path throws once bucket `bad_bucket` has been filled up to
+/// `bad_offset` (a trainer whose weights vanish mid-bucket).
+class ThrowingFill final : public Transport {
+ public:
+  ThrowingFill(Transport& inner, size_t bad_bucket, uint64_t bad_offset)
+      : inner_(inner), sender_(inner.sender(0), bad_bucket, bad_offset) {}
+  int ranks() const override { return 1; }
+  uint64_t bucket_size_bytes() const override { return inner_.bucket_size_bytes(); }
+  SenderEndpoint& sender(int) override { return sender_; }
+  ReceiverEndpoint& receiver(int rank) override { return inner_.receiver(rank); }
+
+ private:
+  struct Sender final : SenderEndpoint {
+    Sender(SenderEndpoint& in, size_t bucket, uint64_t offset) : inner(in), bad_bucket(bucket), bad_offset(offset) {}
+    void send(Bucket bucket) override { inner.send(std::move(bucket)); }
+    bool send_filled(std::vector<WireEntry> entries, uint64_t bytes, const BucketFill& fill) override {
+      const bool bad = buckets++ == bad_bucket;
+      return inner.send_filled(std::move(entries), bytes, [&](uint64_t offset, std::span<uint8_t> dst) {
+        if (bad && offset + dst.size() > bad_offset) {
+          throw Error(ErrorKind::Io, fmt::format("trainer: weights gone at bucket byte {}", offset));
+        }
+        fill(offset, dst);
+      });
+    }
+    void finish() override { inner.finish(); }
+    void fail(const std::string& message) noexcept override { inner.fail(message); }
+    SenderEndpoint& inner;
+    size_t bad_bucket;
+    uint64_t bad_offset;
+    size_t buckets = 0;
+  };
+  Transport& inner_;
+  Sender sender_;
+};
+
+TEST(RefitCudaIpcTransport, AFillThatThrowsMidBucketFailsTheStreamAndDeliversNothingOfThatBucket) {
+  // Twelve 1000 B weights, four per 4096 B bucket (3 buckets); staging of 2 x 300 B, so bucket 1 has had four
+  // pieces copied (the last still in flight) when the fill of its fifth, at byte 1200, throws.
+  const auto shards = make_shards(equal_specs(1, 12, 1000));
+  const auto plan = plan_buckets(0, shards.weights(0), 4096);
+  ASSERT_EQ(plan.size(), 3u);
+  const RawStream got = raw_stream(shards, 4096, CudaIpcStaging{.pieces = 2, .piece_bytes = 300},
+                                   [](Transport& t) { return std::make_unique<ThrowingFill>(t, 1, 1400); });
+  EXPECT_EQ(got.error, "io: refit: rank 0: transport failed mid-stream: trainer: weights gone at bucket byte 1200");
+  ASSERT_EQ(got.entries.size(), 1u);  // bucket 0 only: nothing of bucket 1 arrives
+  EXPECT_EQ(got.entries[0], plan[0]);
+  EXPECT_EQ(got.payloads[0], expected_payload(plan[0], shards, 0));
+}
+
+TEST(RefitCudaIpcTransport, StagingWithoutPiecesIsRefused) {
+  ShmTransport control(1, kCudaIpcControlBytes);
+  const HostDeviceIpc ipc;
+  EXPECT_EQ(error_kind_and_text([&] { CudaIpcTransport(control, 1024, ipc, gpus_of(1), CudaIpcStaging{.pieces = 0}); }),
+            "mismatch: refit: cuda-ipc transport: staging of 0 pieces of 33554432 B (both must be > 0)");
+  EXPECT_EQ(error_kind_and_text(
+                [&] { CudaIpcTransport(control, 1024, ipc, gpus_of(1), CudaIpcStaging{.pieces = 2, .piece_bytes = 0}); }),
+            "mismatch: refit: cuda-ipc transport: staging of 2 pieces of 0 B (both must be > 0)");
+}
+
+TEST(RefitCudaIpcTransport, HostAsyncWritesNumberTheirTicketsAndRefuseAWaitForOneNotStarted) {
+  const HostDeviceIpc ipc;
+  auto ring = ipc.allocate(0, 4096);
+  auto staging = ipc.allocate_pinned(256);
+  EXPECT_EQ(staging->bytes().size(), 256u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(staging->bytes().data()) % 4096, 0u);
+  EXPECT_EQ(ring->write_async(0, staging->bytes().first(100)), 1u);
+  EXPECT_EQ(ring->write_async(100, staging->bytes().first(0)), 2u);
+  ring->wait_written(0);
+  ring->wait_written(2);
+  ring->wait_written(1);  // done already
+  EXPECT_EQ(error_kind_and_text([&] { ring->wait_written(3); }),
+            "mismatch: host ipc: wait for copy 3, but only 2 were started");
+  EXPECT_EQ(error_kind_and_text([&] { ring->write_async(4000, staging->bytes().first(100)); }),
+            "mismatch: host ipc: write of [4000, 4100) outside the 4096 B ring");
 }
 
 TEST(RefitCudaIpcTransport, BaseGpuIdMapsThePhysicalIdsOfTheHandshakeToLocalIds) {
