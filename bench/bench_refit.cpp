@@ -15,9 +15,18 @@
 // host memcpy of every rank's bytes on `threads` threads (the target: >= 10 GB/s per rank at TP 1).
 // WSBENCH_REFIT_STREAM_MIB: MiB per rank of the one-rank cases (default 1024; the two-rank case streams half each);
 // CI's short run sets 64.
+//
+// BM_RefitIpcSend: the sender side of a cuda-ipc refit over the host stand-in of device memory (HostDeviceIpc), one
+// rank: `filled` 1 packs each bucket in pieces into the channel's staging and copies every piece into the ring
+// (send_filled, as `wsbench refit-sender` sends), 0 packs each bucket into a payload buffer that a send-ahead thread
+// copies into the ring (the path before the staging). The receiver only takes the control messages (an import in
+// the same process is refused). The ring and staging are set up outside the timing and the ring's pages are
+// faulted in once, as a device ring has no page faults. On the host both paths copy every byte twice, so this
+// measures the staging's CPU overhead; the pinned DMA it buys shows only on a GPU. Counter: GB/s per rank.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +37,8 @@
 
 #include "bench/bench_floor.hpp"
 #include "modes/refit/buffer_pool.hpp"
+#include "modes/refit/cuda_ipc_transport.hpp"
+#include "modes/refit/host_device_ipc.hpp"
 #include "modes/refit/inproc_transport.hpp"
 #include "modes/refit/receiver_group.hpp"
 #include "modes/refit/sender.hpp"
@@ -225,6 +236,121 @@ void register_refit_stream(int64_t mib) {
       ->UseRealTime();
 }
 
+/// HostDeviceIpc whose rings outlive their transport: every refit of the benchmark writes the same, faulted-in
+/// memory, as a device ring has no page faults to pay.
+class ReusedRingIpc final : public DeviceIpc {
+ public:
+  std::string_view kind() const override { return "host"; }
+  std::array<uint8_t, 16> device_uuid(int device) const override { return host_.device_uuid(device); }
+  std::unique_ptr<PinnedHostMemory> allocate_pinned(uint64_t bytes) const override {
+    return host_.allocate_pinned(bytes);
+  }
+  std::unique_ptr<ImportedDeviceMemory> open(int device, const IpcMemHandle& handle, uint64_t bytes) const override {
+    return host_.open(device, handle, bytes);
+  }
+  std::unique_ptr<ExportedDeviceMemory> allocate(int device, uint64_t bytes) const override {
+    if (!ring_ || ring_bytes_ != bytes) {
+      ring_ = host_.allocate(device, bytes);
+      ring_bytes_ = bytes;
+      const std::vector<uint8_t> zeros(bytes);
+      ring_->write(0, zeros);  // faults every page in
+    }
+    struct Lent final : ExportedDeviceMemory {
+      ExportedDeviceMemory* ring;
+      IpcMemHandle handle() const override { return ring->handle(); }
+      void write(uint64_t offset, std::span<const uint8_t> src) override { ring->write(offset, src); }
+      uint64_t write_async(uint64_t offset, std::span<const uint8_t> src) override {
+        return ring->write_async(offset, src);
+      }
+      void wait_written(uint64_t ticket) override { ring->wait_written(ticket); }
+    };
+    auto lent = std::make_unique<Lent>();
+    lent->ring = ring_.get();
+    return lent;
+  }
+
+ private:
+  HostDeviceIpc host_;
+  mutable std::unique_ptr<ExportedDeviceMemory> ring_;
+  mutable uint64_t ring_bytes_ = 0;
+};
+
+/// Hides a transport's filled path: stream_shard then packs payload buffers and send()s them.
+class PayloadPath final : public Transport {
+ public:
+  explicit PayloadPath(Transport& inner) : inner_(inner), sender_(inner.sender(0)) {}
+  int ranks() const override { return 1; }
+  uint64_t bucket_size_bytes() const override { return inner_.bucket_size_bytes(); }
+  SenderEndpoint& sender(int) override { return sender_; }
+  ReceiverEndpoint& receiver(int rank) override { return inner_.receiver(rank); }
+
+ private:
+  struct Sender final : SenderEndpoint {
+    explicit Sender(SenderEndpoint& in) : inner(in) {}
+    void send(Bucket bucket) override { inner.send(std::move(bucket)); }
+    void finish() override { inner.finish(); }
+    void fail(const std::string& message) noexcept override { inner.fail(message); }
+    std::vector<uint8_t> spare_payload() override { return inner.spare_payload(); }
+    SenderEndpoint& inner;
+  };
+  Transport& inner_;
+  Sender sender_;
+};
+
+void BM_RefitIpcSend(benchmark::State& state) {
+  const auto mib = static_cast<uint64_t>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  const bool filled = state.range(2) == 1;
+  const uint64_t bucket = std::min<uint64_t>(256, std::max<uint64_t>(stream_weight_mib(mib), mib / 4)) << 20;
+  static std::map<uint64_t, std::unique_ptr<StreamShards>> cache;
+  auto& slot = cache[mib];
+  if (!slot) slot = std::make_unique<StreamShards>(1, mib);
+  const StreamShards& shards = *slot;
+  std::vector<ShardWeight> weights;
+  uint64_t at = 0;
+  for (const auto& spec : shards.specs[0]) {
+    weights.push_back({spec, {shards.data[0].data() + at, spec.bytes()}});
+    at += spec.bytes();
+  }
+  const ReusedRingIpc ipc;
+  wsb::WorkPool pool(threads);
+  uint64_t buckets = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto control = std::make_unique<ShmTransport>(1, kCudaIpcControlBytes);
+    auto transport = std::make_unique<CudaIpcTransport>(*control, bucket, ipc, CudaIpcGpus{.rank_devices = {0}});
+    transport->open_sender(0);  // ring, staging, handshake: before the stream, as the sender process sets up
+    PayloadPath payload_path(*transport);
+    state.ResumeTiming();
+    std::thread sender([&] {
+      SendOptions options;
+      options.pack_pool = &pool;
+      options.send_ahead = !filled;
+      stream_shard(0, weights, bucket, filled ? static_cast<Transport&>(*transport) : payload_path, options);
+    });
+    std::array<uint8_t, kCudaIpcControlBytes> message{};
+    buckets = 0;
+    while (!control->receiver(0).receive(message).end) ++buckets;
+    sender.join();
+    state.PauseTiming();
+    transport.reset();
+    control.reset();
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * shards.rank_bytes));
+  state.counters["GBps_per_rank"] = benchmark::Counter(static_cast<double>(shards.rank_bytes) * state.iterations() / 1e9,
+                                                       benchmark::Counter::kIsRate);
+  state.counters["control_messages"] = static_cast<double>(buckets);  // the handshake and one per bucket
+}
+
+void register_refit_ipc_send(int64_t mib) {
+  benchmark::RegisterBenchmark("BM_RefitIpcSend", BM_RefitIpcSend)
+      ->ArgNames({"mib_per_rank", "threads", "filled"})
+      ->ArgsProduct({{mib}, {2, 16}, {0, 1}})
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,6 +362,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   register_refit_stream(mib);
+  register_refit_ipc_send(mib);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
