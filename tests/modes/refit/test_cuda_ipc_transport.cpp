@@ -370,9 +370,13 @@ TEST(RefitCudaIpcTransport, AFillThatThrowsMidBucketFailsTheStreamAndDeliversNot
   const RawStream got = raw_stream(shards, 4096, CudaIpcStaging{.pieces = 2, .piece_bytes = 300},
                                    [](Transport& t) { return std::make_unique<ThrowingFill>(t, 1, 1400); });
   EXPECT_EQ(got.error, "io: refit: rank 0: transport failed mid-stream: trainer: weights gone at bucket byte 1200");
-  ASSERT_EQ(got.entries.size(), 1u);  // bucket 0 only: nothing of bucket 1 arrives
-  EXPECT_EQ(got.entries[0], plan[0]);
-  EXPECT_EQ(got.payloads[0], expected_payload(plan[0], shards, 0));
+  // Nothing of bucket 1 arrives. Bucket 0 arrives whole unless the failure overtook it (a failed channel raises
+  // at the receiver's next receive, queued buckets or not).
+  ASSERT_LE(got.entries.size(), 1u);
+  if (!got.entries.empty()) {
+    EXPECT_EQ(got.entries[0], plan[0]);
+    EXPECT_EQ(got.payloads[0], expected_payload(plan[0], shards, 0));
+  }
 }
 
 TEST(RefitCudaIpcTransport, StagingWithoutPiecesIsRefused) {
