@@ -5,10 +5,18 @@
 
 #include <fmt/format.h>
 
+#include "core/copy_streaming.hpp"
 #include "core/errors.hpp"
 #include "models/transform/transform.hpp"
 
 namespace wsb {
+
+namespace {
+
+/// Pieces from one page up are placed with streamed stores.
+constexpr size_t kPlaceStreamingMinBytes = 4096;
+
+}  // namespace
 
 FragmentRun fragment_run(const RuntimeStorageSpec& spec, const Fragment& f) {
   const Shape& shape = f.canonical_shape;
@@ -57,8 +65,10 @@ std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec) {
 
 void place_run_range(const FragmentRun& run, std::span<const uint8_t> canonical, uint64_t from, uint64_t to,
                      std::span<uint8_t> storage) {
+  // The placed bytes are next read by the commit's DMA, not by this core: streamed stores skip reading every
+  // destination line first (a third of a fold's memory traffic). Pieces of a few lines go through memcpy.
   for_each_run_piece(run, from, to, [&](uint64_t src, uint64_t dst, uint64_t bytes) {
-    std::memcpy(storage.data() + dst, canonical.data() + src, bytes);
+    copy_streaming(storage.data() + dst, canonical.data() + src, bytes, kPlaceStreamingMinBytes);
   });
 }
 

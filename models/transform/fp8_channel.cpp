@@ -110,6 +110,38 @@ void transpose_tile(const uint8_t* const* row, int64_t base, uint8_t* dst, int64
 #endif
 }
 
+/// transpose_tile's contract for a whole-width tile (n1 - n0 == kTile) whose output rows start on cache lines:
+/// transposed into an L1 buffer first, then each output row's 64 bytes stored with non-temporal stores, so the
+/// runtime storage is written in whole lines without reading them first (a regular store would read every line
+/// of the output before writing it: a third more memory traffic than the copy floor). Other tiles:
+/// transpose_tile. The caller ends its writes with an sfence (stream_fence).
+void transpose_tile_streamed(const uint8_t* const* row, int64_t base, uint8_t* dst, int64_t np, int64_t n0,
+                             int64_t n1, int64_t k0, int64_t k1) {
+#if defined(__SSE2__)
+  uint8_t* const origin = dst + k0 * np + n0;
+  if (n1 - n0 == kTile && np % 64 == 0 && reinterpret_cast<uintptr_t>(origin) % 64 == 0) {
+    const uint8_t* shifted[kTile];
+    for (int64_t i = 0; i < kTile; ++i) shifted[i] = row[n0 - base + i] + k0;
+    alignas(64) uint8_t tile[kTile * kTile];
+    transpose_tile(shifted, 0, tile, kTile, 0, kTile, 0, k1 - k0);
+    for (int64_t kk = 0; kk < k1 - k0; ++kk) {
+      auto* out = reinterpret_cast<__m128i*>(origin + kk * np);
+      const auto* in = reinterpret_cast<const __m128i*>(tile + kk * kTile);
+      for (int q = 0; q < 4; ++q) _mm_stream_si128(out + q, _mm_load_si128(in + q));
+    }
+    return;
+  }
+#endif
+  transpose_tile(row, base, dst, np, n0, n1, k0, k1);
+}
+
+/// Orders the streamed stores of transpose_tile_streamed before whatever this thread does next.
+void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 /// The shape checks of fp8_channel_weight_transform; returns the runtime shape.
 Shape check_weight_shapes(const TransformIo& io) {
   const size_t rank = io.gathered_shape.size();
@@ -135,7 +167,8 @@ void weight_band(const Shape& gathered, const Shape& runtime, int64_t expert, in
   uint8_t* dst = out + expert * kp * np;
   for (int64_t t0 = n0; t0 < n1; t0 += kTile)
     for (int64_t k0 = 0; k0 < k; k0 += kTile)
-      transpose_tile(rows, n0, dst, np, t0, std::min(n1, t0 + kTile), k0, std::min(k, k0 + kTile));
+      transpose_tile_streamed(rows, n0, dst, np, t0, std::min(n1, t0 + kTile), k0, std::min(k, k0 + kTile));
+  stream_fence();
   for (int64_t kk = k; kk < kp; ++kk) std::memset(dst + kk * np + n0, 0, static_cast<size_t>(n1 - n0));
   if (n1 == n && np > n) {
     for (int64_t kk = 0; kk < kp; ++kk) std::memset(dst + kk * np + n, 0, static_cast<size_t>(np - n));

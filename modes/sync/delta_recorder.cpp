@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 
+#include "core/copy_streaming.hpp"
 #include "core/digest64.hpp"
 #include "core/errors.hpp"
 #include "modes/sync/rank_image.hpp"
@@ -14,6 +15,9 @@
 
 namespace wsb {
 namespace {
+
+/// Copies into a dense storage from one page up stream their stores.
+constexpr size_t kDenseStreamingMinBytes = 4096;
 
 uint64_t load64(const uint8_t* p) {
   uint64_t v;
@@ -434,16 +438,19 @@ template <bool kCopy>
 void DeltaRecorder::record_dense(ThreadState& t, size_t flat, uint64_t a, uint64_t b, const uint8_t* src) {
   uint8_t* image = storages_[flat].image.data();
   const uint64_t n = storages_[flat].image.size();
-  if constexpr (kCopy) std::memcpy(image + a, src, b - a);
-  // The words wholly inside the range are digested here, while their bytes are in cache; a word the range shares
-  // with another write is digested from the final image in finish(). The write that ends inside a shared word names
-  // it, whichever way it was written (a comparing write's words include it), so the one that starts there need not.
+  // The words wholly inside the range are digested here, from the source while its bytes are in cache (a copy
+  // streams its stores past the caches: the image is read next by the upload's DMA, not by this core); a word the
+  // range shares with another write is digested from the final image in finish(). The write that ends inside a
+  // shared word names it, whichever way it was written (a comparing write's words include it), so the one that
+  // starts there need not.
   const uint64_t lo = (a + 7) / 8, hi = b == n ? (n + 7) / 8 : b / 8;
   if (b % 8 != 0 && b != n) t.add_compared(flat, b / 8, b / 8 + 1);
   if (hi > lo) {
-    const uint64_t sum = digest64_sum({image + 8 * lo, std::min(8 * hi, n) - 8 * lo}, lo);
+    const uint8_t* words = kCopy ? src + (8 * lo - a) : image + 8 * lo;
+    const uint64_t sum = digest64_sum({words, std::min(8 * hi, n) - 8 * lo}, lo);
     states_[flat].dense_sum.fetch_add(sum, std::memory_order_relaxed);
   }
+  if constexpr (kCopy) copy_streaming(image + a, src, b - a, kDenseStreamingMinBytes);
 }
 
 void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> src) {

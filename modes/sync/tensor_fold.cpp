@@ -96,6 +96,7 @@ TensorFold::TensorFold(const UpdatePlan& plan, const TensorSpec& spec, std::span
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
   expected_ = plan.steps.back()->expected_checksum(spec.name);
+  any_xor_ = any_xor;
   bounds_ = segment_bounds(size, starts, any_xor, options);
   applied_.assign(segment_count(), 0);
   suspect_.assign(segment_count(), 0);
@@ -132,7 +133,10 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, end - at));
     uint8_t* const data = bytes_.data() + at;
     // Every step's part of the chunk goes into `mask` (bytes to xor into the tensor) before the tensor is
-    // touched: a payload failing mid-chunk leaves this chunk as it was.
+    // touched: a payload failing mid-chunk leaves this chunk as it was. Overwrite-only plans cannot fail mid-chunk
+    // (their bodies were validated when opened), so they write the changed bytes in place: the lines of the tensor
+    // without a change are only read, never written back.
+    const bool in_place = !any_xor_;
     bool first = true;
     for (size_t i = 0; i < steps_.size(); ++i) {
       Step& st = steps_[i];
@@ -150,6 +154,13 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
           const uint64_t p = body.position(k);
           if (p >= at + n) break;
           const size_t off = static_cast<size_t>(p - at);
+          if (in_place) {
+            const uint8_t before = data[off];
+            data[off] = values[k];
+            mask[off] = static_cast<uint8_t>(mask[off] ^ before ^ values[k]);
+            values[k] = before;
+            continue;
+          }
           const uint8_t before = static_cast<uint8_t>(data[off] ^ mask[off]);
           mask[off] = static_cast<uint8_t>(data[off] ^ values[k]);
           values[k] = before;
@@ -158,7 +169,7 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
       }
       first = false;
     }
-    xor_bytes(data, mask, n);  // the one read-modify-write of the tensor's memory
+    if (!in_place) xor_bytes(data, mask, n);  // the one read-modify-write of the tensor's memory
     applied_[s] = at + n - begin;
     scanner.advance(segment, static_cast<size_t>(at + n - begin));
     suspect_[s] = scanner.found() ? 1 : 0;

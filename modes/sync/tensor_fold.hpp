@@ -106,6 +106,7 @@ class TensorFold {
   uint64_t chunk_;
   std::string expected_;
   std::vector<Step> steps_;
+  bool any_xor_ = false;          ///< a step is xor-encoded (else every step is applied in place)
   std::vector<uint64_t> bounds_;  ///< segment s = [bounds_[s], bounds_[s + 1])
   std::vector<uint64_t> applied_;
   std::vector<uint8_t> suspect_;

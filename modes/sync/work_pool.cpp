@@ -4,10 +4,6 @@
 #include <cstring>
 #include <exception>
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
-
 namespace wsb {
 
 struct WorkPool::Job {
@@ -105,34 +101,6 @@ uint64_t piece_bytes(uint64_t bytes, int threads, uint64_t min_piece) {
   const uint64_t per = (bytes + 4 * static_cast<uint64_t>(std::max(threads, 1)) - 1) /
                        (4 * static_cast<uint64_t>(std::max(threads, 1)));
   return std::max<uint64_t>({per, min_piece, 1});
-}
-
-void copy_streaming(void* dst, const void* src, size_t bytes) {
-  constexpr size_t kStreamingMin = size_t{256} << 10;
-#if defined(__x86_64__)
-  if (bytes >= kStreamingMin) {
-    auto* d = static_cast<uint8_t*>(dst);
-    const auto* s = static_cast<const uint8_t*>(src);
-    // movntdq needs a 16-byte aligned destination: the first bytes up to it go through memcpy, as does the tail.
-    const size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
-    std::memcpy(d, s, head);
-    size_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
-      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
-    }
-    std::memcpy(d + i, s + i, bytes - i);
-    _mm_sfence();  // the streamed stores are visible before whatever this thread signals next
-    return;
-  }
-#endif
-  if (bytes != 0) std::memcpy(dst, src, bytes);
 }
 
 void parallel_copy(WorkPool* pool, std::span<uint8_t> dst, std::span<const uint8_t> src) {

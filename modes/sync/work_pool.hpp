@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/copy_streaming.hpp"
+
 namespace wsb {
 
 class WorkPool {
@@ -50,12 +52,7 @@ class WorkPool {
 /// piece length; pieces = ceil(bytes / length).
 uint64_t piece_bytes(uint64_t bytes, int threads, uint64_t min_piece = uint64_t{1} << 20);
 
-/// memcpy whose stores bypass the caches (non-temporal) for copies of 256 KiB and more, on x86-64: a large copy whose
-/// destination is not read again soon (a bucket, a receive buffer, a rank image) then neither reads each destination
-/// line before writing it nor evicts what the other threads work on. memcpy below that size and elsewhere.
-void copy_streaming(void* dst, const void* src, size_t bytes);
-
-/// dst = src (equal sizes), in pieces across `pool` (null: one copy on this thread), each with copy_streaming.
+/// dst = src (equal sizes), in pieces across `pool` (null: one copy on this thread), each with copy_streaming (core/copy_streaming.hpp).
 void parallel_copy(WorkPool* pool, std::span<uint8_t> dst, std::span<const uint8_t> src);
 
 }  // namespace wsb

@@ -65,6 +65,37 @@ TEST(Fp8WeightBands, AnyPartitionOfTheRowsWritesTheWholeTransform) {
   }
 }
 
+// Output rows whose 64-column tiles start on cache lines (np a multiple of 64, a 64-byte aligned storage) take the
+// streamed-store path; the same storage one line-fraction off takes the regular one. Both write the same bytes.
+TEST(Fp8WeightBands, LineAlignedAndUnalignedStoragesGetTheSameBytes) {
+  std::mt19937 rng(5);
+  for (const Shape& g : {Shape{2, 192, 100}, Shape{128, 64}}) {
+    std::vector<uint8_t> in(shape_numel(g));
+    for (auto& b : in) b = static_cast<uint8_t>(1 + rng() % 255);
+    const Shape r = fp8_channel_weight_shape(g);
+    const std::vector<uint8_t> want = whole_transform(g, in);
+    const size_t rank = g.size();
+    const int64_t experts = rank == 3 ? g[0] : 1, n = g[rank - 2], k = g[rank - 1];
+    for (size_t misalign : {size_t{0}, size_t{16}}) {
+      for (int64_t band : {int64_t{64}, n}) {
+        std::vector<uint8_t> buffer(shape_numel(r) + 128, 0xCC);
+        auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) / 64 * 64);
+        const std::span<uint8_t> out(base + misalign, shape_numel(r));
+        for (int64_t e = 0; e < experts; ++e) {
+          for (int64_t n0 = 0; n0 < n; n0 += band) {
+            const int64_t n1 = std::min(n, n0 + band);
+            std::vector<const uint8_t*> rows;
+            for (int64_t row = n0; row < n1; ++row) rows.push_back(in.data() + (e * n + row) * k);
+            fp8_channel_weight_band("w", g, r, e, n0, n1, rows, out);
+          }
+        }
+        EXPECT_EQ(std::vector<uint8_t>(out.begin(), out.end()), want)
+            << shape_string(g) << " band " << band << " misaligned by " << misalign;
+      }
+    }
+  }
+}
+
 TEST(Fp8WeightBands, RefuseBandsOutsideTheWeight) {
   const Shape g{2, 20, 24}, r = fp8_channel_weight_shape(g);
   std::vector<uint8_t> out(shape_numel(r));

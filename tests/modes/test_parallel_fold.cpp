@@ -44,7 +44,8 @@ const std::vector<TensorSpec> kTensors{
 };
 
 /// Version v of every tensor: v0 draws whose codes are valid in every format above (bits 1..5 only), each later
-/// version flipping the low bit of every 53rd byte from byte v on.
+/// version k flipping the low bit of every 53rd byte from byte k on, and bits 1..3 of every 97th byte from byte 0
+/// by 2k (the same bytes in every version: a catch-up changes them in several steps).
 Canonical at(uint32_t v) {
   Canonical out;
   for (const TensorSpec& t : kTensors) {
@@ -53,6 +54,7 @@ Canonical at(uint32_t v) {
     for (auto& x : b) x = static_cast<uint8_t>(rng() & 0x3E);
     for (uint32_t k = 1; k <= v; ++k) {
       for (size_t i = k; i < b.size(); i += 53) b[i] ^= 1;
+      for (size_t i = 0; i < b.size(); i += 97) b[i] ^= static_cast<uint8_t>(2 * k);
     }
     out[t.name] = b;
   }
