@@ -11,10 +11,12 @@
 //           kimi-k2.6-nvfp4 L2E64 TP 2. Needs about 40 GB of RAM and 20 GB of free space under TMPDIR, and a few
 //           minutes.
 //   "medium": llama-3.1-8b-bf16 TP 1 cut to its first layer (2.3 GB, the real embedding and lm_head), one delta and
-//           catch-up 0->3: the llama ratios on a small machine (about 8 GB of RAM).
+//           catch-up 0->3, and glm-4.5-air-fp8 TP 1 L2E8 (3.0 GB, 83% of it the embedding and lm_head), one delta:
+//           the ratios on a small machine (about 12 GB of RAM).
 // WSBENCH_PREPARE_THREADS: prepare threads (default: the hardware's). Axes: target (1 = one delta, 3 = catch-up
-// 0->3), frame_bytes (0 = one zstd frame per payload, the fork's "zstd"; 32 MiB = "zstd-frames") and encoding
-// (0 = xor, 1 = overwrite: the delta encodings of the publication format).
+// 0->3), frame_bytes (0 = one zstd frame per payload, the fork's "zstd"; 32 MiB = "zstd-frames"), encoding
+// (0 = xor, 1 = overwrite: the delta encodings of the publication format) and checksum_ranges (0 = one xxh3-128
+// per tensor, the fork's "xxh3-128"; 32 MiB = "xxh3-128-ranges", only with zstd-frames).
 // Counters: canonical_GB; apply_verify_s, transform_s, plan_stage_s; floor_GBps (memcpy, same threads) and
 // floor_ratio = (apply_verify + transform) / (canonical bytes / floor); s_per_GB of the same time.
 #include <benchmark/benchmark.h>
@@ -67,7 +69,7 @@ double floor_gbps(uint64_t bytes, int threads) {
 }
 
 /// A published store (v0 FULL, v1..v3 DELTA) and a cpu mode over it, kept while consecutive runs use the same
-/// (cell, frame_bytes, encoding): only one lives at a time (a full-size llama holds 32 GB).
+/// (cell, frame_bytes, encoding, checksum ranges): only one lives at a time (a full-size llama holds 32 GB).
 struct Fixture {
   fs::path dir;
   wsb::ModelProfile profile;
@@ -75,7 +77,7 @@ struct Fixture {
   std::unique_ptr<wsb::CheckpointReader> v0;
   uint64_t canonical_bytes = 0;
 
-  Fixture(const Cell& cell, uint64_t frame_bytes, wsb::DeltaEncoding encoding, int threads) {
+  Fixture(const Cell& cell, uint64_t frame_bytes, wsb::DeltaEncoding encoding, uint64_t range_bytes, int threads) {
     std::string leaf = cell.name;  // one directory: the destructor removes it whole
     std::replace(leaf.begin(), leaf.end(), '/', '-');
     dir = fs::temp_directory_path() / fmt::format("wsbench-prepare-{}-{}", ::getpid(), leaf);
@@ -90,6 +92,7 @@ struct Fixture {
     publish.seed = 11;
     publish.frame_bytes = frame_bytes;
     publish.encoding = encoding;
+    publish.checksum_range_bytes = range_bytes;
     publish.threads = threads;
     wsb::publish(profile, publish);
     for (const auto& t : profile.canonical_tensors()) canonical_bytes += t.bytes();
@@ -110,14 +113,15 @@ struct Fixture {
   }
 };
 
-Fixture& fixture(const Cell& cell, uint64_t frame_bytes, wsb::DeltaEncoding encoding, int threads) {
+Fixture& fixture(const Cell& cell, uint64_t frame_bytes, wsb::DeltaEncoding encoding, uint64_t range_bytes,
+                 int threads) {
   static std::unique_ptr<Fixture> current;
   static std::string key;
-  const std::string want =
-      fmt::format("{}/{}/{}/{}", cell.name, frame_bytes, wsb::delta_encoding_name(encoding), threads);
+  const std::string want = fmt::format("{}/{}/{}/{}/{}", cell.name, frame_bytes, wsb::delta_encoding_name(encoding),
+                                       range_bytes, threads);
   if (!current || key != want) {
     current.reset();  // free the previous one first
-    current = std::make_unique<Fixture>(cell, frame_bytes, encoding, threads);
+    current = std::make_unique<Fixture>(cell, frame_bytes, encoding, range_bytes, threads);
     key = want;
   }
   return *current;
@@ -127,8 +131,9 @@ void run_prepare(benchmark::State& state, const Cell& cell) {
   const auto target = static_cast<uint32_t>(state.range(0));
   const auto frame_bytes = static_cast<uint64_t>(state.range(1));
   const auto encoding = state.range(2) == 0 ? wsb::DeltaEncoding::Xor : wsb::DeltaEncoding::Overwrite;
+  const auto range_bytes = static_cast<uint64_t>(state.range(3));
   const int threads = prepare_threads();
-  Fixture& f = fixture(cell, frame_bytes, encoding, threads);
+  Fixture& f = fixture(cell, frame_bytes, encoding, range_bytes, threads);
   double apply = 0, transform = 0, plan_stage = 0;
   for (auto _ : state) {
     wsb::PhaseLog load;
@@ -157,13 +162,15 @@ void run_prepare(benchmark::State& state, const Cell& cell) {
 void add(const Cell& cell, std::vector<int64_t> targets, int iterations) {
   auto* b = benchmark::RegisterBenchmark(("BM_CpuPrepare/" + cell.name).c_str(),
                                          [cell](benchmark::State& s) { run_prepare(s, cell); });
-  b->ArgNames({"target", "frame_bytes", "encoding"});
-  for (int64_t frames : {int64_t{0}, int64_t{32} << 20}) {
-    for (int64_t t : targets) b->Args({t, frames, 0});
-  }
+  b->ArgNames({"target", "frame_bytes", "encoding", "checksum_ranges"});
   // Overwrite: one frame per body, or (zstd-frames) bodies beyond kOverwriteFrameBytes in frames decoded in parallel.
-  for (int64_t frames : {int64_t{0}, int64_t{32} << 20}) {
-    for (int64_t t : targets) b->Args({t, frames, 1});
+  // Checksum ranges of the frame size: each segment of a tensor verifies its own ranges (one digest per tensor
+  // is one serial hash, whatever the frames).
+  constexpr int64_t kFrames = int64_t{32} << 20;
+  for (int64_t encoding : {0, 1}) {
+    for (int64_t t : targets) b->Args({t, 0, encoding, 0});
+    for (int64_t t : targets) b->Args({t, kFrames, encoding, 0});
+    for (int64_t t : targets) b->Args({t, kFrames, encoding, kFrames});
   }
   b->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
 }
@@ -179,6 +186,7 @@ int main(int argc, char** argv) {
     add({"kimi-k2.6-nvfp4/tp2/L2E64", "kimi-k2.6-nvfp4", {2, 64}, 2}, {1}, 3);
   } else if (size != nullptr && std::string(size) == "medium") {
     add({"llama-3.1-8b-bf16/tp1/L1", "llama-3.1-8b-bf16", {1, std::nullopt}, 1}, {1, 3}, 3);
+    add({"glm-4.5-air-fp8/tp1/L2E8", "glm-4.5-air-fp8", {2, 8}, 1}, {1}, 3);
   } else {
     for (const char* id : {"llama-tiny-bf16", "glm-tiny-fp8", "kimi-tiny-nvfp4", "gpt-oss-tiny-mxfp4"}) {
       add({fmt::format("{}/tp2", id), id, {}, 2}, {1, 3}, 2);

@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "harness/publication_record.hpp"
 #include "publisher/checkpoint_publisher.hpp"
+#include "publication/tensor_checksum.hpp"
 #include "publisher/publisher.hpp"
 
 namespace wsb {
@@ -76,6 +77,9 @@ std::vector<PublicationStats> publish_checkpoints(const PublishArgs& args) {
     if (set) refuse(fmt::format("{} has no meaning with --from-checkpoints (the checkpoints are the versions)", name));
   }
   if (args.frame_bytes != 0) refuse("--frame-bytes: checkpoint publications write one zstd frame per payload");
+  if (args.checksum_range_bytes != 0) {
+    refuse("--checksum-range-bytes: checkpoint publications write one xxh3-128 per tensor");
+  }
   CheckpointPublishOptions options;
   options.store = args.store;
   options.encoding = parse_delta_encoding(args.encoding);  // nullopt for "auto"
@@ -112,6 +116,10 @@ std::vector<PublicationStats> publish_synthetic(const std::filesystem::path& pro
     throw Error(ErrorKind::Format, "--frame-bytes " + problem);
   }
   options.frame_bytes = args.frame_bytes;
+  if (std::string problem = checksum_range_bytes_problem(args.checksum_range_bytes); !problem.empty()) {
+    throw Error(ErrorKind::Format, "--checksum-range-bytes " + problem);
+  }
+  options.checksum_range_bytes = args.checksum_range_bytes;
   options.density = args.density;
   options.fsync = args.fsync;
   options.threads = args.threads;

@@ -26,6 +26,7 @@ struct PublishArgs {
   std::optional<uint64_t> seed;         ///< absent: 0
   std::string encoding = "xor";         ///< xor | overwrite | auto (--from-checkpoints only)
   uint64_t frame_bytes = 0;  ///< xor mask bytes per zstd frame; 0: one frame per payload ("zstd")
+  uint64_t checksum_range_bytes = 0;  ///< bytes per DELTA checksum range; 0: one xxh3-128 per tensor
   std::optional<double> density;
   std::optional<int> layers;
   std::optional<int> experts;

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/errors.hpp"
+#include "publication/tensor_checksum.hpp"
 #include "publisher/publisher.hpp"
 
 namespace wsb {
@@ -20,7 +21,7 @@ namespace {
 
 const std::set<std::string> kCellFields{"id",       "model",  "mode",    "runtime",         "engine",
                                         "tp",       "n",      "seed",    "target",          "publish_versions", "updates",
-                                        "encoding", "frame_bytes", "density", "layers", "experts", "prepare_threads", "floor_bytes",
+                                        "encoding", "frame_bytes", "checksum_range_bytes", "density", "layers", "experts", "prepare_threads", "floor_bytes",
                                         "chunk_bytes", "copy_streams", "cupti", "commit_strategy",
                                         "delta_staging_bytes", "transport", "bucket_bytes", "base_gpu_id",
                                         "server_command", "server_ready_timeout_s", "server_stop_timeout_s",
@@ -113,6 +114,9 @@ void apply_fields(MatrixCell& cell, const nlohmann::json& j, const std::string& 
   if (j.contains("updates")) cell.updates = get_field<uint32_t>(j, "updates", where);
   if (j.contains("encoding")) cell.encoding = get_field<std::string>(j, "encoding", where);
   if (j.contains("frame_bytes")) cell.frame_bytes = get_field<uint64_t>(j, "frame_bytes", where);
+  if (j.contains("checksum_range_bytes")) {
+    cell.checksum_range_bytes = get_field<uint64_t>(j, "checksum_range_bytes", where);
+  }
   if (j.contains("density")) cell.density = get_field<double>(j, "density", where);
   if (j.contains("layers")) cell.layers = get_field<int>(j, "layers", where);
   if (j.contains("experts")) cell.experts = get_field<int>(j, "experts", where);
@@ -186,6 +190,9 @@ void validate_values(const MatrixCell& cell, const std::map<std::string, Launche
   if (std::string problem = frame_bytes_problem(cell.frame_bytes); !problem.empty()) {
     fail(where, "field 'frame_bytes' " + problem);
   }
+  if (std::string problem = checksum_range_bytes_problem(cell.checksum_range_bytes); !problem.empty()) {
+    fail(where, "field 'checksum_range_bytes' " + problem);
+  }
   if (cell.layers && *cell.layers < 1) fail(where, "field 'layers' must be >= 1");
   if (cell.experts && *cell.experts < 1) fail(where, "field 'experts' must be >= 1");
   if (cell.prepare_threads < 1) fail(where, "field 'prepare_threads' must be >= 1");
@@ -221,6 +228,10 @@ void validate_checkpoint_fields(const MatrixCell& cell, const std::string& where
   if (cell.density) fail(where, "field 'density' has no meaning with field 'checkpoints' (the checkpoints are the deltas)");
   if (cell.frame_bytes != 0) {
     fail(where, "field 'frame_bytes' needs synthetic versions (checkpoint publications write one zstd frame per payload)");
+  }
+  if (cell.checksum_range_bytes != 0) {
+    fail(where, "field 'checksum_range_bytes' needs synthetic versions (checkpoint publications write one xxh3-128 "
+                "per tensor)");
   }
   if (cell.scaled()) {
     fail(where, "fields 'layers' and 'experts' cannot scale field 'checkpoints' (every tensor of a real delta is "
@@ -553,6 +564,7 @@ nlohmann::json MatrixCell::to_json() const {
   if (!checkpoints.empty()) j["checkpoints"] = checkpoints;
   if (density) j["density"] = *density;
   if (frame_bytes != 0) j["frame_bytes"] = frame_bytes;
+  if (checksum_range_bytes != 0) j["checksum_range_bytes"] = checksum_range_bytes;
   if (layers) j["layers"] = *layers;
   if (experts) j["experts"] = *experts;
   write_sync_fields(sync, j);

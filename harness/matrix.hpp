@@ -50,6 +50,10 @@ struct MatrixCell {
   /// Stitch/SGLang-fork format ("zstd"); > 0 publishes "zstd-frames", which a reader can decode on several threads
   /// per tensor but a fork reader refuses (publication/delta_codec.hpp).
   uint64_t frame_bytes = 0;
+  /// Bytes per checksum range of the published deltas; 0 (default) one xxh3-128 per tensor, the fork's
+  /// "xxh3-128"; > 0 publishes "xxh3-128-ranges", verified range by range on several threads per tensor but refused
+  /// by a fork reader (publication/tensor_checksum.hpp).
+  uint64_t checksum_range_bytes = 0;
   std::optional<double> density;
   std::optional<int> layers;   ///< scaling knob: keep the first N layers
   std::optional<int> experts;  ///< scaling knob: keep the first N routed experts (per-tensor shapes stay real)

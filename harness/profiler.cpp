@@ -60,6 +60,7 @@ std::vector<PublicationStats> publish_stage(const MatrixCell& cell, const ModelP
     publish_options.density = cell.density;
     publish_options.encoding = *parse_delta_encoding(cell.encoding);
     publish_options.frame_bytes = cell.frame_bytes;
+    publish_options.checksum_range_bytes = cell.checksum_range_bytes;
     publish_options.threads = cell.prepare_threads;
     publish_options.initial_checkpoint = cell.checkpoint;
     published = publish(profile, publish_options);

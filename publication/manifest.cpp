@@ -8,8 +8,6 @@
 namespace wsb {
 namespace {
 
-constexpr std::string_view kXxh3 = "xxh3-128";
-
 const std::string* find_field(const CheckpointIndex& index, const std::string& key) {
   auto it = index.metadata.find(key);
   return it == index.metadata.end() ? nullptr : &it->second;
@@ -21,7 +19,8 @@ const std::string* find_field(const CheckpointIndex& index, const std::string& k
 
 }  // namespace
 
-PublicationManifest delta_manifest(uint32_t version, DeltaEncoding encoding, PayloadFraming framing) {
+PublicationManifest delta_manifest(uint32_t version, DeltaEncoding encoding, PayloadFraming framing,
+                                   uint64_t checksum_range_bytes) {
   PublicationManifest manifest;
   manifest.version = version;
   manifest.kind = PublicationKind::Delta;
@@ -29,6 +28,10 @@ PublicationManifest delta_manifest(uint32_t version, DeltaEncoding encoding, Pay
   manifest.encoding = encoding;
   manifest.framing = framing;
   manifest.compression_format = std::string(compression_format_name(framing));
+  if (checksum_range_bytes != 0) {
+    manifest.checksum_format = std::string(kChecksumXxh3Ranges);
+    manifest.checksum_range_bytes = checksum_range_bytes;
+  }
   return manifest;
 }
 
@@ -64,12 +67,29 @@ PublicationManifest parse_manifest(const CheckpointIndex& index, const std::stri
     fail(origin, "metadata 'compression_format' missing (required for a DELTA publication)");
   }
 
+  manifest.checksum_format = std::string(kChecksumXxh3);
   if (const std::string* checksum = find_field(index, "checksum_format")) {
-    if (*checksum != kXxh3) {
-      fail(origin, fmt::format("metadata 'checksum_format' '{}' is unknown (known: xxh3-128)", *checksum));
+    if (*checksum != kChecksumXxh3 && *checksum != kChecksumXxh3Ranges) {
+      fail(origin, fmt::format("metadata 'checksum_format' '{}' is unknown (known: xxh3-128, xxh3-128-ranges)",
+                               *checksum));
     }
+    manifest.checksum_format = *checksum;
   }
-  manifest.checksum_format = std::string(kXxh3);
+  const std::string* range = find_field(index, "checksum_range_bytes");
+  if (manifest.checksum_format == kChecksumXxh3Ranges) {
+    if (range == nullptr) fail(origin, "metadata 'checksum_range_bytes' missing (required by xxh3-128-ranges)");
+    const bool digits = !range->empty() && range->size() <= 15 &&
+                        range->find_first_not_of("0123456789") == std::string::npos;
+    const uint64_t bytes = digits ? std::stoull(*range) : 0;
+    if (!digits || bytes == 0 || !checksum_range_bytes_problem(bytes).empty()) {
+      fail(origin, fmt::format("metadata 'checksum_range_bytes' '{}' is not a positive decimal multiple of 1 MiB "
+                               "(1048576)",
+                               *range));
+    }
+    manifest.checksum_range_bytes = bytes;
+  } else if (range != nullptr) {
+    fail(origin, "metadata 'checksum_range_bytes' is set but checksum_format is xxh3-128 (one digest per tensor)");
+  }
   return manifest;
 }
 
@@ -84,6 +104,7 @@ std::map<std::string, std::string> manifest_metadata(const PublicationManifest& 
                                     : manifest.compression_format;
   }
   out["checksum_format"] = manifest.checksum_format;
+  if (manifest.checksum_range_bytes != 0) out["checksum_range_bytes"] = std::to_string(manifest.checksum_range_bytes);
   return out;
 }
 

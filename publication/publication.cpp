@@ -33,10 +33,11 @@ std::string shown(std::string_view text) {
   return text.size() <= 80 ? std::string(text) : std::string(text.substr(0, 80)) + "...";
 }
 
-/// Checks one shard: names agree across header, checksum map and index; checksums are xxh3-128 hex; delta
-/// tensors are 1-D U8 payloads. Adds the shard's checksums to `checksums`.
+/// Checks one shard: names agree across header, checksum map and index; checksums are xxh3-128 hex (one digest,
+/// or one or more under "xxh3-128-ranges": `ranged`); delta tensors are 1-D U8 payloads. Adds the shard's
+/// checksums to `checksums`.
 void check_shard(const std::string& where, const SafetensorsFile& file, const std::set<std::string>& indexed,
-                 bool delta, std::map<std::string, std::string, std::less<>>& checksums) {
+                 bool delta, bool ranged, std::map<std::string, std::string, std::less<>>& checksums) {
   std::map<std::string, Presence> names;
   for (const SafetensorsEntry& entry : file.entries()) names[entry.name].header = true;
   for (const auto& [name, checksum] : file.metadata()) names[name].checksums = true;
@@ -46,7 +47,13 @@ void check_shard(const std::string& where, const SafetensorsFile& file, const st
     throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' {}", where, name, describe_presence(presence)));
   }
   for (const auto& [name, checksum] : file.metadata()) {
-    if (!is_xxh3_128_hex(checksum)) {
+    if (ranged && !is_xxh3_128_ranges_hex(checksum)) {
+      throw Error(ErrorKind::Format,
+                  fmt::format("{}: checksum of tensor '{}' '{}' is not one or more xxh3-128 digests (32 lowercase hex "
+                              "chars each; checksum_format is xxh3-128-ranges)",
+                              where, name, shown(checksum)));
+    }
+    if (!ranged && !is_xxh3_128_hex(checksum)) {
       bool hex = checksum.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
       std::string why = hex && checksum.size() != 32
                             ? fmt::format("has {} hex chars: a checksum of another algorithm (checksum_format is "
@@ -96,7 +103,7 @@ Publication::Publication(const Store& store, uint32_t version) {
     SafetensorsFile file(contained_shard_path(dir, index_path, shard));  // Error(Truncated) while being written
     std::string where = fmt::format("publication {} shard '{}' ({})", version_string(version), shard,
                                     (dir / shard).string());
-    check_shard(where, file, names, !is_full(), checksums_);
+    check_shard(where, file, names, !is_full(), manifest_.checksum_range_bytes != 0, checksums_);
   }
   reader_ = std::make_unique<CheckpointReader>(dir);
 }
@@ -132,6 +139,11 @@ const std::string& Publication::expected_checksum(std::string_view name) const {
                                                 version_string(version()), dir().string(), name));
   }
   return it->second;
+}
+
+ExpectedChecksum Publication::expected_checksum(std::string_view name, uint64_t size) const {
+  return ExpectedChecksum(expected_checksum(name), manifest_.checksum_range_bytes, size,
+                          fmt::format("publication {} ({}) tensor '{}'", version_string(version()), dir().string(), name));
 }
 
 }  // namespace wsb

@@ -14,6 +14,7 @@
 #include "models/checkpoint/checkpoint.hpp"
 #include "publication/delta_codec.hpp"
 #include "publication/store.hpp"
+#include "publication/tensor_checksum.hpp"
 
 namespace wsb {
 
@@ -21,7 +22,8 @@ enum class PublicationKind { Full, Delta };
 
 /// Index metadata of a publication: version and base_version are 6-digit strings; delta_encoding absent => FULL;
 /// compression_format "zstd" (one frame per payload) or "zstd-frames" (one or more: delta_codec.hpp);
-/// checksum_format "xxh3-128" (default when absent).
+/// checksum_format "xxh3-128" (default when absent) or "xxh3-128-ranges" with checksum_range_bytes
+/// (publication/tensor_checksum.hpp).
 struct PublicationManifest {
   uint32_t version = 0;
   std::optional<uint32_t> base_version;
@@ -30,21 +32,26 @@ struct PublicationManifest {
   std::string compression_format;
   PayloadFraming framing = PayloadFraming::OneFrame;  ///< what compression_format says
   std::string checksum_format = "xxh3-128";
+  /// "xxh3-128-ranges": bytes per checksummed range (a multiple of 1 MiB); 0 under "xxh3-128".
+  uint64_t checksum_range_bytes = 0;
 };
 
-/// The manifest of DELTA `version` (>= 1) on base `version` - 1: `encoding`, and compression_format named from
-/// `framing` ("zstd" or "zstd-frames").
+/// The manifest of DELTA `version` (>= 1) on base `version` - 1: `encoding`, compression_format named from
+/// `framing` ("zstd" or "zstd-frames"), and checksum_format "xxh3-128" (checksum_range_bytes 0) or
+/// "xxh3-128-ranges".
 PublicationManifest delta_manifest(uint32_t version, DeltaEncoding encoding,
-                                   PayloadFraming framing = PayloadFraming::OneFrame);
+                                   PayloadFraming framing = PayloadFraming::OneFrame,
+                                   uint64_t checksum_range_bytes = 0);
 
 /// Checks index metadata against the rules above and returns the manifest. `origin` names the index file in
 /// errors. Throws Error(Format) naming the field: 'version' missing or not 6 digits, 'delta_encoding' not
 /// xor/overwrite, 'base_version' missing on a DELTA or not 6 digits, 'compression_format' missing on a DELTA or
-/// neither "zstd" nor "zstd-frames", 'checksum_format' other than "xxh3-128".
+/// neither "zstd" nor "zstd-frames", 'checksum_format' neither "xxh3-128" nor "xxh3-128-ranges",
+/// 'checksum_range_bytes' missing under "xxh3-128-ranges", present under "xxh3-128", not a decimal multiple of 1 MiB.
 PublicationManifest parse_manifest(const CheckpointIndex& index, const std::string& origin);
 
 /// Index metadata strings of `manifest` (version, base_version when set, delta_encoding and compression_format
-/// for a DELTA, checksum_format); total_size is set by the writer.
+/// for a DELTA, checksum_format, checksum_range_bytes when ranged); total_size is set by the writer.
 std::map<std::string, std::string> manifest_metadata(const PublicationManifest& manifest);
 
 /// True for exactly 32 lowercase hex characters: the form wsb::xxh3_128_hex produces.
@@ -78,13 +85,15 @@ class PublicationWriter {
   PublicationWriter& operator=(const PublicationWriter&) = delete;
 
   /// Starts a streamed shard whose tensors are all known up front (a FULL shard: the bytes are the canonical
-  /// tensors). Their checksums, xxh3-128 of the bytes appended, are computed by the writer: the header is
-  /// written with a unique 32-hex placeholder per tensor and patched in place when the shard ends (same length,
+  /// tensors). Their checksums, of the bytes appended in the manifest's checksum_format (tensor_checksum.hpp), are
+  /// computed by the writer: the header is written with a unique placeholder of the final length per tensor
+  /// (32 hex characters per range) and patched in place when the shard ends (same length,
   /// so no byte moves), which spares callers a second pass over the data. Flushes buffered tensors first.
   void begin_shard(std::vector<TensorSpec> tensors);
   /// Starts a streamed shard whose checksums are known up front, one per tensor (a DELTA shard streamed from
   /// spilled payloads: its checksums are of the target canonical bytes, not of the bytes appended). Throws
-  /// Error(Format) when the counts differ or a checksum is not 32 lowercase hex characters.
+  /// Error(Format) when the counts differ or a checksum is not of the manifest's form (32 lowercase hex
+  /// characters; under "xxh3-128-ranges" one or more such digests).
   void begin_shard(std::vector<TensorSpec> tensors, std::vector<std::string> checksums);
   /// Appends bytes of the streamed shard's tensors, in declaration order.
   void append(std::span<const uint8_t> bytes);
@@ -133,8 +142,12 @@ class Publication {
   std::span<const uint8_t> payload(std::string_view name) const;
   /// FULL: dtype/shape of the stored tensor; DELTA: the 1-D U8 payload entry. Throws Error(Missing).
   const SafetensorsEntry& entry(std::string_view name) const;
-  /// Expected xxh3-128 hex of the target canonical bytes of `name`.
+  /// Expected checksum text of the target canonical bytes of `name`: one xxh3-128 hex, or one per range under
+  /// "xxh3-128-ranges" (publication/tensor_checksum.hpp). Throws Error(Missing).
   const std::string& expected_checksum(std::string_view name) const;
+  /// The same for a target tensor of `size` bytes, split into its ranges; throws Error(Missing), or
+  /// Error(Format) when the digests do not fit `size` (naming the tensor and this publication).
+  ExpectedChecksum expected_checksum(std::string_view name, uint64_t size) const;
 
  private:
   PublicationManifest manifest_;

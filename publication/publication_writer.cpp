@@ -117,7 +117,7 @@ struct PublicationWriter::Impl {
   std::map<std::string, std::string> patches;  // placeholder -> checksum
   size_t current = 0;                          // tensor receiving the next byte
   uint64_t current_filled = 0;
-  std::unique_ptr<Xxh3Hasher> hasher;
+  std::unique_ptr<ChecksumBuilder> hasher;
   bool checksums_given = false;  // begin_shard with checksums: nothing to hash or patch
 
   std::map<std::string, std::string> files;           // add_file: name -> content
@@ -159,11 +159,22 @@ struct PublicationWriter::Impl {
   /// Closes every complete tensor at the cursor (zero-byte tensors complete at once).
   void close_complete_tensors() {
     while (current < streamed_specs.size() && current_filled == streamed_specs[current].bytes()) {
-      if (!checksums_given) patches[placeholders[current]] = hasher->hex();
+      if (!checksums_given) patches[placeholders[current]] = hasher->text();
       ++current;
       current_filled = 0;
-      hasher = std::make_unique<Xxh3Hasher>();
+      hasher = std::make_unique<ChecksumBuilder>(manifest.checksum_range_bytes);
     }
+  }
+
+  /// A checksum given by the caller must have the manifest's form (its digest count is checked by readers, who
+  /// know the target tensor's size).
+  void require_checksum_text(const std::string& tensor, const std::string& checksum) const {
+    if (manifest.checksum_range_bytes == 0 ? is_xxh3_128_hex(checksum) : is_xxh3_128_ranges_hex(checksum)) return;
+    throw Error(ErrorKind::Format,
+                fmt::format("{}: tensor '{}': checksum '{}' is not {}", dir.string(), tensor, checksum,
+                            manifest.checksum_range_bytes == 0
+                                ? "32 lowercase hex characters"
+                                : "one or more xxh3-128 digests of 32 lowercase hex characters (xxh3-128-ranges)"));
   }
 
   void require_no_streamed(std::string_view action) const {
@@ -221,7 +232,12 @@ void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors) {
   for (const TensorSpec& spec : tensors) {
     // Unique per shard and tensor, and of the final length: the header size never changes when patched.
     std::string seed = fmt::format("wsbench checksum placeholder\n{}\n{}", path.string(), spec.name);
-    w.placeholders.push_back(xxh3_128_hex(std::span(reinterpret_cast<const uint8_t*>(seed.data()), seed.size())));
+    const std::string unique = xxh3_128_hex(std::span(reinterpret_cast<const uint8_t*>(seed.data()), seed.size()));
+    std::string placeholder;
+    for (size_t k = checksum_range_count(spec.bytes(), w.manifest.checksum_range_bytes); k > 0; --k) {
+      placeholder += unique;
+    }
+    w.placeholders.push_back(std::move(placeholder));
     metadata[spec.name] = w.placeholders.back();
   }
   w.streamed = std::make_unique<SafetensorsWriter>(path, tensors, metadata);
@@ -231,7 +247,7 @@ void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors) {
   w.checksums_given = false;
   w.current = 0;
   w.current_filled = 0;
-  w.hasher = std::make_unique<Xxh3Hasher>();
+  w.hasher = std::make_unique<ChecksumBuilder>(w.manifest.checksum_range_bytes);
   w.close_complete_tensors();
 }
 
@@ -244,10 +260,7 @@ void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors, std::vector
   }
   std::map<std::string, std::string> metadata;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (!is_xxh3_128_hex(checksums[i])) {
-      throw Error(ErrorKind::Format, fmt::format("{}: tensor '{}': checksum '{}' is not 32 lowercase hex characters",
-                                                 w.dir.string(), tensors[i].name, checksums[i]));
-    }
+    w.require_checksum_text(tensors[i].name, checksums[i]);
     metadata[tensors[i].name] = checksums[i];
   }
   w.flush_buffered();
@@ -260,7 +273,7 @@ void PublicationWriter::begin_shard(std::vector<TensorSpec> tensors, std::vector
   w.checksums_given = true;
   w.current = 0;
   w.current_filled = 0;
-  w.hasher = std::make_unique<Xxh3Hasher>();
+  w.hasher = std::make_unique<ChecksumBuilder>(w.manifest.checksum_range_bytes);
   w.close_complete_tensors();
 }
 

@@ -50,20 +50,22 @@ void check_range(const PublishOptions& options, const Store& store) {
   }
 }
 
-PublicationManifest manifest_for(uint32_t version, DeltaEncoding encoding, uint64_t frame_bytes) {
+PublicationManifest manifest_for(uint32_t version, const PublishOptions& options) {
   if (version == 0) {
     PublicationManifest full;
     full.version = 0;
     return full;
   }
-  return delta_manifest(version, encoding, frame_bytes == 0 ? PayloadFraming::OneFrame : PayloadFraming::Frames);
+  return delta_manifest(version, options.encoding,
+                        options.frame_bytes == 0 ? PayloadFraming::OneFrame : PayloadFraming::Frames,
+                        options.checksum_range_bytes);
 }
 
 /// The tensor at `first - 1`, verified against the published base so deltas never extend a different model.
 void load_base(const ModelProfile& profile, const PublishOptions& options, const InitialWeights& initial,
                const Publication& base, const TensorSpec& tensor, std::span<uint8_t> out) {
   initial.at_version(tensor, base.version(), options.density, out);
-  std::string actual = xxh3_128_hex(out);
+  const std::string actual = tensor_checksum_text(out, base.manifest().checksum_range_bytes);
   if (base.contains(tensor.name) && base.expected_checksum(tensor.name) != actual && base.version() > 0) {
     // Version 0 does not depend on the density: when it is this model and seed, the density is what differs.
     std::vector<uint8_t> v0(tensor.bytes());
@@ -71,7 +73,8 @@ void load_base(const ModelProfile& profile, const PublishOptions& options, const
     const Store store(options.store);
     if (store.has(0)) {
       const Publication full(store, 0);
-      if (full.contains(tensor.name) && full.expected_checksum(tensor.name) == xxh3_128_hex(v0)) {
+      if (full.contains(tensor.name) &&
+          full.expected_checksum(tensor.name) == tensor_checksum_text(v0, full.manifest().checksum_range_bytes)) {
         throw Error(ErrorKind::Mismatch,
                     fmt::format("cannot append to {}: density differs: published version {} was not made with {} "
                                 "(tensor '{}'), while version 000000 is the synthetic model '{}' with seed {}: append "
@@ -106,6 +109,9 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
   if (std::string problem = frame_bytes_problem(options.frame_bytes); !problem.empty()) {
     throw Error(ErrorKind::Format, "frame_bytes " + problem);
   }
+  if (std::string problem = checksum_range_bytes_problem(options.checksum_range_bytes); !problem.empty()) {
+    throw Error(ErrorKind::Format, "checksum_range_bytes " + problem);
+  }
   Store store(options.store);
   check_range(options, store);
   const uint32_t first = options.first_version;
@@ -135,7 +141,7 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
     stats[v - first].full = v == 0;
     if (v > 0) stats[v - first].encoding = options.encoding;
     stats[v - first].source = options.initial_checkpoint;
-    writers.push_back(std::make_unique<PublicationWriter>(store.update_dir(v), manifest_for(v, options.encoding, options.frame_bytes),
+    writers.push_back(std::make_unique<PublicationWriter>(store.update_dir(v), manifest_for(v, options),
                                                           options.max_shard_bytes, /*atomic=*/true, options.fsync));
   }
   if (first == 0) writers[0]->add_file(kHfConfigFileName, hf_config);
@@ -184,7 +190,7 @@ std::vector<PublicationStats> publish(const ModelProfile& profile, const Publish
       out.changed[v - first] = perturb_version(profile, tensor, options.seed, v, density, current);
       out.payloads[v - first] = encode_delta(options.encoding, previous, current, options.zstd_level,
                                                    options.frame_bytes);
-      out.checksums[v - first] = xxh3_128_hex(current);
+      out.checksums[v - first] = tensor_checksum_text(current, options.checksum_range_bytes);
       out.seconds[v - first] += seconds_since(start);
     }
   };

@@ -26,6 +26,10 @@ struct PublishOptions {
   /// Stitch/SGLang fork reads); > 0 writes compression_format "zstd-frames" (publication/delta_codec.hpp), and
   /// must then be a multiple of 4096 (frame_bytes_problem).
   uint64_t frame_bytes = 0;
+  /// DELTA checksums: 0 writes checksum_format "xxh3-128" (one digest per tensor, what the Stitch/SGLang fork
+  /// reads); > 0 writes "xxh3-128-ranges" with one digest per this many bytes (publication/tensor_checksum.hpp),
+  /// a multiple of 1 MiB (checksum_range_bytes_problem). FULL v0 keeps "xxh3-128".
+  uint64_t checksum_range_bytes = 0;
   int zstd_level = 1;
   uint64_t max_shard_bytes = 2ull << 30;  ///< shard split threshold (bytes of stored data)
   bool fsync = false;

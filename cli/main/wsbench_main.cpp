@@ -45,6 +45,10 @@ int main(int argc, char** argv) {
                       "xor mask bytes per zstd frame: 0 one frame per payload (compression_format zstd, what the "
                       "Stitch/SGLang fork reads); > 0 compression_format zstd-frames (decoded on several threads "
                       "per tensor)");
+  publish->add_option("--checksum-range-bytes", publish_args.checksum_range_bytes,
+                      "DELTA checksum bytes per range: 0 one xxh3-128 per tensor (checksum_format xxh3-128, what the "
+                      "Stitch/SGLang fork reads); > 0, a multiple of 1 MiB, checksum_format xxh3-128-ranges (a large "
+                      "tensor verified on several threads)");
   publish->add_option("--density", publish_args.density, "fraction of values moved per version")->check(CLI::Range(0.0, 1.0));
   publish->add_option("--layers", publish_args.layers, "keep only the first N layers");
   publish->add_option("--experts", publish_args.experts, "keep only the first N routed experts");

@@ -148,7 +148,7 @@ MaterializeResult materialize_checkpoint(const MaterializeJob& job, const std::v
       [&](size_t t) {
         const TensorSpec& spec = canonical[t];
         OutShard& shard = shards[io[t].shard];
-        TensorChunkFold fold(*job.plan, spec, job.target->expected_checksum(spec.name), job.version);
+        TensorChunkFold fold(*job.plan, spec, job.target->expected_checksum(spec.name, spec.bytes()), job.version);
         stream_tensor(spec, io[t], shard, fold, job.drop_base_cache);
         fold.finish([&] {
           std::vector<uint8_t> bytes(spec.bytes());  // only on the error path: the exact invalid-code message

@@ -15,9 +15,9 @@ constexpr size_t kBlock = 1 << 18;
 
 }  // namespace
 
-TensorChunkFold::TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec, std::string expected,
+TensorChunkFold::TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec, ExpectedChecksum expected,
                                  uint32_t version)
-    : spec_(spec), expected_(std::move(expected)), version_(version), scanner_(spec) {
+    : spec_(spec), expected_(std::move(expected)), version_(version), verifier_(expected_, hasher_), scanner_(spec) {
   steps_.reserve(plan.steps.size());
   for (const auto& step : plan.steps) {
     Step s;
@@ -56,7 +56,7 @@ void TensorChunkFold::apply_block(std::span<uint8_t> block) {
       block[positions[s.next] - begin] = s.overwrite.values[s.next];
     }
   }
-  hasher_.update(block);
+  verifier_.update(block);
   if (!invalid_code_) {
     CodeScanner scan = scanner_;  // the block starts on a code word; a last partial word is the tensor's tail
     scan.advance(block, block.size());
@@ -73,10 +73,8 @@ void TensorChunkFold::finish(const std::function<std::vector<uint8_t>()>& final_
   for (Step& s : steps_) {
     if (s.xor_mask) s.xor_mask->finish();
   }
-  const std::string actual = hasher_.hex();
-  if (actual != expected_) {
-    throw Error(ErrorKind::Checksum, fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}",
-                                                 spec_.name, version_string(version_), actual, expected_));
+  if (const ChecksumMismatch* m = verifier_.mismatch()) {
+    throw_checksum_mismatch(spec_.name, version_string(version_), expected_, *m);
   }
   // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would still
   // reach the engine, so the codes are validated before anything live can see them.

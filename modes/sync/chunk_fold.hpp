@@ -21,10 +21,13 @@ namespace wsb {
 class TensorChunkFold {
  public:
   /// Folds plan.steps (none: the bytes are only verified) into tensor `spec`, whose final bytes must have the
-  /// xxh3-128 `expected` (32 hex chars) of version `version`. Decodes the overwrite payloads and checks every xor
+  /// checksum `expected` (Publication::expected_checksum for spec.bytes(): one digest or one per range, each range
+  /// verified as soon as its last byte is folded) of version `version`. Decodes the overwrite payloads and checks every xor
   /// frame header now, in step order, throwing decode_delta's / XorMaskReader's Error(Format) naming the tensor.
   /// `plan` must outlive the fold.
-  TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec, std::string expected, uint32_t version);
+  TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec, ExpectedChecksum expected, uint32_t version);
+  TensorChunkFold(const TensorChunkFold&) = delete;
+  TensorChunkFold& operator=(const TensorChunkFold&) = delete;
 
   /// `chunk` holds bytes [position(), position() + chunk.size()) of the tensor at plan.from; on return they hold
   /// the target's. Every chunk but the last must be a multiple of 8 bytes long (whole code words). Throws
@@ -34,7 +37,7 @@ class TensorChunkFold {
   uint64_t position() const { return position_; }
 
   /// After the last chunk: checks each xor frame ended exactly (XorMaskReader::finish), then the checksum
-  /// (Error(Checksum) "tensor 'T': xxh3-128 of version V is X, publication says Y"), then the codes: when an
+  /// (Error(Checksum) as throw_checksum_mismatch words it), then the codes: when an
   /// invalid one was seen, check_codes runs on `final_bytes()` (the whole folded tensor, fetched only then) for
   /// its exact Error(Format) "publication V: tensor 'T' ... element ...".
   void finish(const std::function<std::vector<uint8_t>()>& final_bytes);
@@ -48,10 +51,11 @@ class TensorChunkFold {
   void apply_block(std::span<uint8_t> block);
 
   TensorSpec spec_;
-  std::string expected_;
+  ExpectedChecksum expected_;
   uint32_t version_;
   std::vector<Step> steps_;
   Xxh3Hasher hasher_;
+  RangeVerifier verifier_;  ///< on expected_ and hasher_
   CodeScanner scanner_;  ///< pristine (cursor 0): copied for each block, which starts on a code word
   bool invalid_code_ = false;
   uint64_t position_ = 0;

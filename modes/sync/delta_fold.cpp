@@ -57,19 +57,18 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
   Xxh3Hasher hasher;
   bool suspect = false;
   try {
+    // Segments in order: one verifier follows the whole tensor, range by range.
+    RangeVerifier verifier(fold.expected_checksum(), hasher);
     const FoldChunkSink hash_then_sink = [&](const FoldChunk& c) {
-      hasher.update(c.tensor.subspan(c.from, c.to - c.from));
+      verifier.update(c.tensor.subspan(c.from, c.to - c.from));
       if (sink) sink(c);
     };
     for (size_t s = 0; s < fold.segment_count(); ++s) {
       fold.fold_segment(s, scratch, hash_then_sink, nullptr);
       suspect = suspect || fold.suspect_codes(s);
     }
-    const std::string actual = hasher.hex();
-    if (actual != fold.expected_checksum()) {
-      throw Error(ErrorKind::Checksum,
-                  fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}", spec.name,
-                              version_string(plan.to), actual, fold.expected_checksum()));
+    if (const ChecksumMismatch* m = verifier.mismatch()) {
+      throw_checksum_mismatch(spec.name, version_string(plan.to), fold.expected_checksum(), *m);
     }
     // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would
     // still reach the engine, so the target codes are validated before anything live can see them.

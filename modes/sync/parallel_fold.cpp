@@ -112,10 +112,12 @@ class Run {
         st.fold = std::make_unique<TensorFold>(plan_, *targets_[i].spec, targets_[i].bytes, workspace_.bodies(i),
                                                options_);
         const size_t segments = st.fold->segment_count();
-        if (segments > 1) {
+        if (segments > 1 && !st.fold->expected_checksum().ranged()) {
           st.folded.reset(new std::atomic<uint64_t>[segments]);
           for (size_t s = 0; s < segments; ++s) st.folded[s] = 0;
           st.hasher = std::make_unique<Xxh3Hasher>();
+        } else {
+          st.hash_complete = true;  // every segment verifies its own ranges as it folds
         }
       } catch (...) {
         record(i);
@@ -149,14 +151,27 @@ class Run {
   void fold_item(size_t i, size_t s, FoldScratch& scratch) {
     TensorState& st = states_[i];
     TensorFold& fold = *st.fold;
-    if (fold.segment_count() == 1) {
-      scratch.hasher.reset();
+    const ExpectedChecksum& expected = fold.expected_checksum();
+    if (fold.segment_count() == 1 || expected.ranged()) {
+      // The segment holds whole checksum ranges (the whole tensor under "xxh3-128"): its worker verifies them on
+      // its own hash state while the bytes are still in cache.
+      RangeVerifier verifier(expected, scratch.hasher, expected.range_at(fold.segment_begin(s)));
       const FoldChunkSink sink = [&](const FoldChunk& c) {
-        scratch.hasher.update(c.tensor.subspan(c.from, c.to - c.from));
+        verifier.update(c.tensor.subspan(c.from, c.to - c.from));
         if (listener_) listener_(i, c);
       };
-      if (!fold.fold_segment(0, scratch, sink, &failed_)) return;
-      verify(i, scratch.hasher.hex(), fold.suspect_codes(0));
+      if (!fold.fold_segment(s, scratch, sink, &failed_)) return;
+      if (const ChecksumMismatch* m = verifier.mismatch()) {
+        throw_checksum_mismatch(fold.spec().name, version_string(plan_.to), expected, *m);
+      }
+      if (verifier.position() != fold.segment_end(s)) {
+        throw Error(ErrorKind::State, fmt::format("tensor '{}': segment [{}, {}) ended its checksum at byte {}",
+                                                  fold.spec().name, fold.segment_begin(s), fold.segment_end(s),
+                                                  verifier.position()));
+      }
+      if (fold.suspect_codes(s)) st.suspect = true;
+      st.segments_done.fetch_add(1);
+      finish_if_complete(i);
       return;
     }
     const uint64_t begin = fold.segment_begin(s);
@@ -208,16 +223,19 @@ class Run {
     TensorState& st = states_[i];
     if (st.segments_done.load() != st.fold->segment_count() || !st.hash_complete.load()) return;
     if (st.finalized.exchange(true)) return;
-    verify(i, st.hasher->hex(), st.suspect.load());
+    if (st.hasher) {
+      const TensorFold& fold = *st.fold;
+      if (const std::string actual = st.hasher->hex(); actual != fold.expected_checksum().text()) {
+        throw_checksum_mismatch(fold.spec().name, version_string(plan_.to), fold.expected_checksum(),
+                                ChecksumMismatch{0, 0, fold.bytes().size(), actual});
+      }
+    }
+    verify_codes(i, st.suspect.load());
   }
 
-  void verify(size_t i, const std::string& actual, bool suspect) {
+  /// Tensor i's checksum matched: its codes come next.
+  void verify_codes(size_t i, bool suspect) {
     const TensorFold& fold = *states_[i].fold;
-    if (actual != fold.expected_checksum()) {
-      throw Error(ErrorKind::Checksum,
-                  fmt::format("tensor '{}': xxh3-128 of version {} is {}, publication says {}", fold.spec().name,
-                              version_string(plan_.to), actual, fold.expected_checksum()));
-    }
     // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would
     // still reach the engine, so the target codes are validated before anything live can see them.
     if (suspect) check_codes(fold.spec(), fold.bytes(), fmt::format("publication {}", version_string(plan_.to)));

@@ -1,8 +1,9 @@
 #pragma once
 // Folding an update plan into many canonical tensors at once (the cpu mode's canonical image, the refit trainer's
-// weights): every (tensor, segment) is one work item, so a tensor split into frames folds on several threads,
-// while its xxh3-128 (a serial hash) follows the folded bytes in order, taken in turn by whichever worker just
-// extended the tensor's folded prefix. The checksum and the code check of a tensor come once all its segments are
+// weights): every (tensor, segment) is one work item, so a tensor split into frames folds on several threads.
+// Under "xxh3-128-ranges" each segment verifies its own checksum ranges as it folds; under "xxh3-128" the tensor's
+// one digest (a serial hash) follows the folded bytes in order, taken in turn by whichever worker just extended
+// the tensor's folded prefix. The checksum and the code check of a tensor come once all its segments are
 // folded; any error restores every folded byte of every tensor before it propagates.
 #include <cstdint>
 #include <functional>
@@ -45,7 +46,7 @@ using FoldListener = std::function<void(size_t index, const FoldChunk& chunk)>;
 /// Folds `plan` into every target on `threads` threads and verifies each target checksum (xxh3-128 of the final
 /// bytes) and its codes (check_codes), as fold_tensor does for one. On any error every byte of every target is
 /// restored to plan.from before the error of the lowest failing target index propagates (Error(Format) of a
-/// payload, Error(Checksum) "tensor 'T': xxh3-128 of version V is X, publication says Y", Error(Format) of an
+/// payload, Error(Checksum) as throw_checksum_mismatch words it, Error(Format) of an
 /// invalid code, or what `listener` throws). Opening every payload (headers, frame extents, overwrite bodies)
 /// comes first: such errors leave every byte untouched. Throws Error(State) when the targets are undefined (restoring
 /// them ran out of memory, or a target ended unverified): the caller must not use them.

@@ -29,12 +29,16 @@ void xor_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
 namespace {
 
 /// Segment boundaries: the frame starts every xor step shares (a segment must begin where each step's decoder can
-/// begin), 64-byte aligned (no two threads write one cache line), at least kFoldMinSegmentBytes apart.
+/// begin), 64-byte aligned (no two threads write one cache line), range boundaries of a ranged checksum
+/// (`range_bytes` > 0: a segment verifies its own ranges), at least kFoldMinSegmentBytes apart.
 std::vector<uint64_t> segment_bounds(uint64_t size, const std::vector<std::vector<uint64_t>>& starts, bool any_xor,
-                                     const FoldOptions& options) {
+                                     uint64_t range_bytes, const FoldOptions& options) {
   std::vector<uint64_t> candidates;
   if (!any_xor) {
-    for (uint64_t b = options.segment_bytes; b < size; b += options.segment_bytes) candidates.push_back(b);
+    // Whole ranges per segment, as close to segment_bytes as they come.
+    const uint64_t step = range_bytes == 0 ? std::max<uint64_t>(options.segment_bytes, 1)
+                                           : std::max<uint64_t>(options.segment_bytes / range_bytes, 1) * range_bytes;
+    for (uint64_t b = step; b < size; b += step) candidates.push_back(b);
   } else {
     candidates = starts.front();
     for (size_t i = 1; i < starts.size(); ++i) {
@@ -47,6 +51,7 @@ std::vector<uint64_t> segment_bounds(uint64_t size, const std::vector<std::vecto
   std::vector<uint64_t> bounds{0};
   for (uint64_t b : candidates) {
     if (b == 0 || b >= size || b % 64 != 0) continue;
+    if (range_bytes != 0 && b % range_bytes != 0) continue;
     if (b - bounds.back() >= options.min_segment_bytes) bounds.push_back(b);
   }
   bounds.push_back(size);
@@ -95,9 +100,9 @@ TensorFold::TensorFold(const UpdatePlan& plan, const TensorSpec& spec, std::span
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
-  expected_ = plan.steps.back()->expected_checksum(spec.name);
+  expected_ = plan.steps.back()->expected_checksum(spec.name, size);
   any_xor_ = any_xor;
-  bounds_ = segment_bounds(size, starts, any_xor, options);
+  bounds_ = segment_bounds(size, starts, any_xor, expected_.range_bytes(), options);
   applied_.assign(segment_count(), 0);
   suspect_.assign(segment_count(), 0);
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/commands.hpp"
+#include "publication/publication.hpp"
 #include "publication/store.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -52,6 +53,23 @@ TEST(CliPublish, FrameBytesOtherThanZeroOrAMultipleOf4096AreRefused) {
   a.frame_bytes = 8192;
   EXPECT_EQ(cmd_publish(WSBENCH_PROFILES_DIR, a), 0);
   EXPECT_TRUE(Store(dir / "store").has(1));
+}
+
+TEST(CliPublish, ChecksumRangeBytesSelectTheRangedFormatForDeltasOnly) {
+  test::TempDir dir;
+  PublishArgs a = args_for(dir / "store", "1");
+  a.checksum_range_bytes = 4096;
+  test::expect_error([&] { cmd_publish(WSBENCH_PROFILES_DIR, a); }, ErrorKind::Format,
+                     {"--checksum-range-bytes must be 0 (one xxh3-128 per tensor) or a multiple of 1 MiB (1048576), "
+                      "got 4096"});
+  EXPECT_FALSE(std::filesystem::exists(dir / "store"));
+  a.checksum_range_bytes = 1 << 20;
+  EXPECT_EQ(cmd_publish(WSBENCH_PROFILES_DIR, a), 0);
+  const Store store(dir / "store");
+  EXPECT_EQ(Publication(store, 0).manifest().checksum_range_bytes, 0u);  // FULL v0 keeps the fork's format
+  const Publication v1(store, 1);
+  EXPECT_EQ(v1.manifest().checksum_format, "xxh3-128-ranges");
+  EXPECT_EQ(v1.manifest().checksum_range_bytes, 1u << 20);
 }
 
 }  // namespace

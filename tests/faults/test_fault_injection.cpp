@@ -369,7 +369,7 @@ TEST_P(Faults, ChecksumOfAnotherAlgorithm) {
 TEST_P(Faults, UnknownChecksumFormat) {
   start();
   edit().set_manifest_field(1, "checksum_format", "sha256");
-  expect_fault(1, ErrorKind::Format, index() + ": metadata 'checksum_format' 'sha256' is unknown (known: xxh3-128)");
+  expect_fault(1, ErrorKind::Format, index() + ": metadata 'checksum_format' 'sha256' is unknown (known: xxh3-128, xxh3-128-ranges)");
   repair_and_update();
 }
 

@@ -751,6 +751,12 @@ TEST(MatrixCheckpoint, ErrorsNameTheCellAndTheField) {
   EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "frame_bytes": 4096, "mode": "cpu"})"),
             "m.json: cell 0: field 'frame_bytes' needs synthetic versions (checkpoint publications write one zstd "
             "frame per payload)");
+  EXPECT_EQ(cell_error(R"({"checkpoint": "/c", "checkpoints": ["/d"], "checksum_range_bytes": 1048576, "mode": "cpu"})"),
+            "m.json: cell 0: field 'checksum_range_bytes' needs synthetic versions (checkpoint publications write one "
+            "xxh3-128 per tensor)");
+  EXPECT_EQ(cell_error(R"({"model": "a", "checksum_range_bytes": 65536, "mode": "cpu"})"),
+            "m.json: cell 0: field 'checksum_range_bytes' must be 0 (one xxh3-128 per tensor) or a multiple of 1 MiB "
+            "(1048576), got 65536");
   EXPECT_EQ(cell_error(R"({"model": "a", "frame_bytes": 1000, "mode": "cpu"})"),
             "m.json: cell 0: field 'frame_bytes' must be 0 (one zstd frame per payload) or a multiple of 4096, got "
             "1000");

@@ -60,7 +60,7 @@ void write_delta(const Store& store, uint32_t version, DeltaEncoding encoding, c
 /// Folds `plan` into a copy of `base` through a TensorChunkFold, `chunk` bytes per call.
 Bytes chunk_folded(const UpdatePlan& plan, const TensorSpec& spec, const Bytes& base, size_t chunk) {
   Bytes bytes = base;
-  TensorChunkFold fold(plan, spec, plan.steps.back()->expected_checksum(spec.name), plan.to);
+  TensorChunkFold fold(plan, spec, plan.steps.back()->expected_checksum(spec.name, spec.bytes()), plan.to);
   for (size_t at = 0; at < bytes.size(); at += chunk) {
     fold.apply(std::span<uint8_t>(bytes).subspan(at, std::min(chunk, bytes.size() - at)));
   }
@@ -102,17 +102,37 @@ TEST_F(ChunkFold, NoStepVerifiesTheBytesAgainstTheGivenChecksum) {
   write_full(store, v0);
   UpdatePlan plan;
   Bytes bytes = v0.at(kBig.name);
-  TensorChunkFold fold(plan, kBig, xxh3_128_hex(bytes), 0);
+  TensorChunkFold fold(plan, kBig, ExpectedChecksum(xxh3_128_hex(bytes), 0, kBig.bytes(), "t"), 0);
   fold.apply(bytes);
   fold.finish([] { return Bytes{}; });
   EXPECT_EQ(bytes, v0.at(kBig.name));
   Bytes other = bytes;
   other[1] ^= 1;
-  TensorChunkFold wrong(plan, kBig, xxh3_128_hex(bytes), 0);
+  TensorChunkFold wrong(plan, kBig, ExpectedChecksum(xxh3_128_hex(bytes), 0, kBig.bytes(), "t"), 0);
   wrong.apply(other);
   EXPECT_EQ(test::error_message([&] { wrong.finish([] { return Bytes{}; }); }, ErrorKind::Checksum),
             fmt::format("tensor '{}': xxh3-128 of version 000000 is {}, publication says {}", kBig.name,
                         xxh3_128_hex(other), xxh3_128_hex(bytes)));
+}
+
+TEST_F(ChunkFold, RangedChecksumIsVerifiedRangeByRange) {
+  constexpr uint64_t kMiB = 1 << 20;
+  const TensorSpec spec{"model.layers.0.mlp.gate_proj.weight", DType::U8, {static_cast<int64_t>(2 * kMiB + kMiB / 2)}};
+  Bytes bytes(spec.bytes());
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 13 + (i >> 11));
+  const std::string text = tensor_checksum_text(bytes, kMiB);
+  UpdatePlan plan;
+  TensorChunkFold fold(plan, spec, ExpectedChecksum(text, kMiB, spec.bytes(), "t"), 0);
+  for (size_t at = 0; at < bytes.size(); at += 1 << 18) fold.apply(std::span(bytes).subspan(at, 1 << 18));
+  fold.finish([] { return Bytes{}; });
+  Bytes other = bytes;
+  other[kMiB + kMiB / 2] ^= 4;  // the second range
+  TensorChunkFold wrong(plan, spec, ExpectedChecksum(text, kMiB, spec.bytes(), "t"), 0);
+  wrong.apply(other);
+  EXPECT_EQ(test::error_message([&] { wrong.finish([] { return Bytes{}; }); }, ErrorKind::Checksum),
+            fmt::format("tensor '{}': xxh3-128 of version 000000 bytes [1048576, 2097152) (range 2 of 3) is {}, "
+                        "publication says {}",
+                        spec.name, xxh3_128_hex(std::span(other).subspan(kMiB, kMiB)), text.substr(32, 32)));
 }
 
 TEST_F(ChunkFold, WrongTargetChecksumIsNamedAsFoldTensorNamesIt) {
@@ -148,16 +168,16 @@ TEST_F(ChunkFold, ChunksMustTileTheTensorOnCodeWords) {
   write_delta(store, 1, DeltaEncoding::Xor, v0, v1);
   const UpdatePlan plan = plan_update(store, 0, 1);
   Bytes bytes = v0.at(kBig.name);
-  TensorChunkFold fold(plan, kBig, plan.steps.back()->expected_checksum(kBig.name), 1);
+  TensorChunkFold fold(plan, kBig, plan.steps.back()->expected_checksum(kBig.name, kBig.bytes()), 1);
   fold.apply(std::span<uint8_t>(bytes).first(12));
   EXPECT_EQ(test::error_message([&] { fold.apply(std::span<uint8_t>(bytes).subspan(12, 8)); }, ErrorKind::State),
             fmt::format("tensor '{}': chunk at offset 12 does not start on a code word", kBig.name));
-  TensorChunkFold past(plan, kBig, plan.steps.back()->expected_checksum(kBig.name), 1);
+  TensorChunkFold past(plan, kBig, plan.steps.back()->expected_checksum(kBig.name, kBig.bytes()), 1);
   Bytes longer(bytes.size() + 8);
   EXPECT_EQ(test::error_message([&] { past.apply(longer); }, ErrorKind::State),
             fmt::format("tensor '{}': chunk of {} bytes at offset 0 runs past its {} bytes", kBig.name, longer.size(),
                         bytes.size()));
-  TensorChunkFold early(plan, kBig, plan.steps.back()->expected_checksum(kBig.name), 1);
+  TensorChunkFold early(plan, kBig, plan.steps.back()->expected_checksum(kBig.name, kBig.bytes()), 1);
   early.apply(std::span<uint8_t>(bytes).first(16));
   EXPECT_EQ(test::error_message([&] { early.finish([] { return Bytes{}; }); }, ErrorKind::State),
             fmt::format("tensor '{}': folded 16 of {} bytes", kBig.name, bytes.size()));

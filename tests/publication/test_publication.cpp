@@ -244,13 +244,15 @@ TEST(Publication, MetadataFieldErrors) {
     std::string message;
   };
   std::vector<Case> cases = {
-      {"checksum_format", "sha256", "metadata 'checksum_format' 'sha256' is unknown (known: xxh3-128)"},
+      {"checksum_format", "sha256", "metadata 'checksum_format' 'sha256' is unknown (known: xxh3-128, xxh3-128-ranges)"},
       {"compression_format", "lz4", "metadata 'compression_format' 'lz4' is unknown (known: zstd, zstd-frames)"},
       {"compression_format", std::nullopt, "metadata 'compression_format' missing"},
       {"base_version", std::nullopt, "metadata 'base_version' missing"},
       {"base_version", "1", "metadata 'base_version': expected a 6-digit version, got '1'"},
       {"delta_encoding", "add", "metadata 'delta_encoding' 'add' is not xor or overwrite"},
       {"version", std::nullopt, "metadata 'version' missing"},
+      {"checksum_range_bytes", "1048576",
+       "metadata 'checksum_range_bytes' is set but checksum_format is xxh3-128 (one digest per tensor)"},
   };
   for (const Case& c : cases) {
     TempDir tmp;
@@ -265,6 +267,74 @@ TEST(Publication, MetadataFieldErrors) {
     SCOPED_TRACE(c.message);
     expect_error([&] { Publication(store, 1); }, ErrorKind::Format, {kIndexFileName, c.message});
   }
+}
+
+TEST(Publication, RangedChecksumFieldErrors) {
+  struct Case {
+    std::optional<std::string> range_bytes;  // nullopt: absent
+    std::string checksum;                    // of a.weight
+    std::string message;
+  };
+  const std::string good(64, 'a');
+  const std::vector<Case> cases = {
+      {std::nullopt, good, "metadata 'checksum_range_bytes' missing (required by xxh3-128-ranges)"},
+      {"4096", good, "metadata 'checksum_range_bytes' '4096' is not a positive decimal multiple of 1 MiB (1048576)"},
+      {"0", good, "metadata 'checksum_range_bytes' '0' is not a positive decimal multiple of 1 MiB (1048576)"},
+      {"1MiB", good, "metadata 'checksum_range_bytes' '1MiB' is not a positive decimal multiple of 1 MiB (1048576)"},
+      {"1048576", std::string(40, 'a'),
+       "checksum of tensor 'a.weight' 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is not one or more xxh3-128 digests (32 "
+       "lowercase hex chars each; checksum_format is xxh3-128-ranges)"},
+  };
+  for (const Case& c : cases) {
+    TempDir tmp;
+    Store store(tmp.path());
+    HandPublication p = good_delta(1);
+    p.metadata["checksum_format"] = "xxh3-128-ranges";
+    if (c.range_bytes) p.metadata["checksum_range_bytes"] = *c.range_bytes;
+    p.shards[0].checksums["a.weight"] = c.checksum;
+    p.write(store.update_dir(1));
+    SCOPED_TRACE(c.message);
+    expect_error([&] { Publication(store, 1); }, ErrorKind::Format, {c.message});
+  }
+}
+
+TEST(Publication, RangedChecksumsRoundTripThroughTheWriter) {
+  TempDir tmp;
+  Store store(tmp.path());
+  constexpr uint64_t kMiB = 1 << 20;
+  // A streamed shard whose checksums the writer computes: one digest per MiB, the placeholder patched in place.
+  PublicationManifest full;
+  full.checksum_format = "xxh3-128-ranges";
+  full.checksum_range_bytes = kMiB;
+  const TensorSpec big{"big.weight", DType::U8, {static_cast<int64_t>(2 * kMiB + 17)}};
+  const TensorSpec small{"small.weight", DType::U8, {5}};
+  Bytes big_bytes(big.bytes()), small_bytes{1, 2, 3, 4, 5};
+  for (size_t i = 0; i < big_bytes.size(); ++i) big_bytes[i] = static_cast<uint8_t>(i * 7);
+  {
+    PublicationWriter writer(store.update_dir(0), full, 64 * kMiB, true, false);
+    writer.begin_shard({big, small});
+    writer.append(std::span<const uint8_t>(big_bytes).first(kMiB + 3));
+    writer.append(std::span<const uint8_t>(big_bytes).subspan(kMiB + 3));
+    writer.append(small_bytes);
+    writer.end_shard();
+    writer.commit();
+  }
+  const Publication pub(store, 0);
+  EXPECT_EQ(pub.manifest().checksum_format, "xxh3-128-ranges");
+  EXPECT_EQ(pub.manifest().checksum_range_bytes, kMiB);
+  EXPECT_EQ(pub.expected_checksum("big.weight"), tensor_checksum_text(big_bytes, kMiB));
+  EXPECT_EQ(pub.expected_checksum("big.weight").size(), 3u * 32);
+  EXPECT_EQ(pub.expected_checksum("small.weight"), xxh3_128_hex(small_bytes));
+  EXPECT_EQ(pub.expected_checksum("big.weight", big.bytes()).range_count(), 3u);
+  const CheckpointIndex index = read_checkpoint_index(store.update_dir(0) / kIndexFileName);
+  EXPECT_EQ(index.metadata.at("checksum_range_bytes"), "1048576");
+  // A DELTA writer refuses a given checksum that is not whole digests.
+  PublicationWriter delta(store.update_dir(1), delta_manifest(1, DeltaEncoding::Xor, PayloadFraming::OneFrame, kMiB),
+                          kMiB, true, false);
+  expect_error([&] { delta.begin_shard({TensorSpec{"big.weight", DType::U8, {3}}}, {std::string(48, 'a')}); },
+               ErrorKind::Format,
+               {"tensor 'big.weight': checksum '" + std::string(48, 'a') +
+                "' is not one or more xxh3-128 digests of 32 lowercase hex characters (xxh3-128-ranges)"});
 }
 
 TEST(Publication, DeltaTensorMustBeU8Payload) {

@@ -413,6 +413,38 @@ TEST(Publisher, OverwriteEncodingAndAppend) {
   expect_error([&] { publish(tiny(), backwards); }, ErrorKind::Format, {"first_version 3 is after last_version 2"});
 }
 
+TEST(Publisher, RangedChecksumsForDeltasAndAppendingToThem) {
+  TempDir whole, parts;
+  const ModelProfile scaled = tiny();
+  PublishOptions o = options_for(whole.path(), 8);
+  o.checksum_range_bytes = 64 << 20;
+  publish(scaled, o);
+  Store store(whole.path());
+  EXPECT_EQ(Publication(store, 0).manifest().checksum_format, "xxh3-128");
+  for (uint32_t v = 1; v <= 3; ++v) {
+    const Publication p(store, v);
+    EXPECT_EQ(p.manifest().checksum_format, "xxh3-128-ranges");
+    for (const TensorSpec& t : scaled.canonical_tensors()) {
+      EXPECT_EQ(p.expected_checksum(t.name), tensor_checksum_text(synth(t, 8, v), 64 << 20)) << t.name;
+    }
+  }
+  // Appending to a ranged lineage checks the base against its own format and writes the same files.
+  PublishOptions first = o;
+  first.store = parts.path();
+  first.last_version = 1;
+  publish(scaled, first);
+  PublishOptions append = first;
+  append.first_version = 2;
+  append.last_version = 3;
+  publish(scaled, append);
+  EXPECT_EQ(file_hashes(whole.path()), file_hashes(parts.path()));
+  PublishOptions bad = o;
+  bad.store = parts.path() / "other";
+  bad.checksum_range_bytes = 12345;
+  expect_error([&] { publish(scaled, bad); }, ErrorKind::Format,
+               {"checksum_range_bytes must be 0 (one xxh3-128 per tensor) or a multiple of 1 MiB (1048576), got 12345"});
+}
+
 TEST(Publisher, FullCheckpointOfAnyVersion) {
   TempDir tmp;
   fs::path dir = tmp.path() / "native-v2";
