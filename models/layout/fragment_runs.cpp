@@ -64,11 +64,15 @@ std::vector<FragmentRun> fragment_runs(const RuntimeStorageSpec& spec) {
 }
 
 void place_run_range(const FragmentRun& run, std::span<const uint8_t> canonical, uint64_t from, uint64_t to,
-                     std::span<uint8_t> storage) {
-  // The placed bytes are next read by the commit's DMA, not by this core: streamed stores skip reading every
-  // destination line first (a third of a fold's memory traffic). Pieces of a few lines go through memcpy.
+                     std::span<uint8_t> storage, bool streamed) {
+  // Streamed stores skip reading every destination line first (a third of a fold's memory traffic) when the
+  // placed bytes are next read by the commit's DMA. Pieces of a few lines go through memcpy.
   for_each_run_piece(run, from, to, [&](uint64_t src, uint64_t dst, uint64_t bytes) {
-    copy_streaming(storage.data() + dst, canonical.data() + src, bytes, kPlaceStreamingMinBytes);
+    if (streamed) {
+      copy_streaming(storage.data() + dst, canonical.data() + src, bytes, kPlaceStreamingMinBytes);
+    } else {
+      std::memcpy(storage.data() + dst, canonical.data() + src, bytes);
+    }
   });
 }
 

@@ -56,8 +56,11 @@ void for_each_run_piece(const FragmentRun& run, uint64_t from, uint64_t to, Piec
 
 /// Copies the part of canonical bytes [from, to) of run.canonical that `run` places into `storage` (the whole
 /// runtime storage). `canonical` is the whole canonical tensor; only its bytes [from, to) are read. Calling it for
-/// consecutive ranges that cover the tensor writes exactly what load_storage writes for this run.
+/// consecutive ranges that cover the tensor writes exactly what load_storage writes for this run. `streamed`: the
+/// bytes are next read by a device copy or another pass, not by this core soon, so pieces of at least
+/// kPlaceStreamingMinBytes go out with streamed stores (no read of each destination line first); false keeps them
+/// in this core's cache (a scratch gather the transform reads at once).
 void place_run_range(const FragmentRun& run, std::span<const uint8_t> canonical, uint64_t from, uint64_t to,
-                     std::span<uint8_t> storage);
+                     std::span<uint8_t> storage, bool streamed = true);
 
 }  // namespace wsb

@@ -19,7 +19,8 @@ namespace {
 
 /// Copies the slice [start, start+length) along `dim` of a row-major tensor: for every index of the dims before
 /// `dim` one contiguous block of length * (product of the dims after `dim`) elements.
-void copy_fragment(const RuntimeStorageSpec& spec, const Fragment& f, std::span<const uint8_t> src, uint8_t* dst) {
+void copy_fragment(const RuntimeStorageSpec& spec, const Fragment& f, std::span<const uint8_t> src, uint8_t* dst,
+                   bool streamed) {
   const uint64_t esize = dtype_size(spec.dtype);
   if (src.size() != shape_numel(f.canonical_shape) * esize)
     throw Error(ErrorKind::Mismatch,
@@ -27,7 +28,7 @@ void copy_fragment(const RuntimeStorageSpec& spec, const Fragment& f, std::span<
                             src.size(), dtype_name(spec.dtype), shape_string(f.canonical_shape),
                             shape_numel(f.canonical_shape) * esize, spec.name));
   const FragmentRun run = fragment_run(spec, f);
-  place_run_range(run, src, 0, src.size(), std::span<uint8_t>(dst, run.block * run.outer));
+  place_run_range(run, src, 0, src.size(), std::span<uint8_t>(dst, run.block * run.outer), streamed);
 }
 
 }  // namespace
@@ -48,9 +49,10 @@ uint64_t check_fragments(const RuntimeStorageSpec& spec) {
   return fragment_bytes;
 }
 
-void gather_into(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, uint8_t* dst) {
+/// `streamed`: see place_run_range (false for a scratch gather the transform reads next).
+void gather_into(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, uint8_t* dst, bool streamed) {
   for (const Fragment& f : spec.fragments) {
-    copy_fragment(spec, f, canonical(f.canonical), dst);
+    copy_fragment(spec, f, canonical(f.canonical), dst, streamed);
     dst += shape_numel(f.shape()) * dtype_size(spec.dtype);
   }
 }
@@ -62,7 +64,7 @@ void gather_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canon
   if (out.size() != fragment_bytes)
     throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': gather buffer has {} bytes, the fragments need {}",
                                                  spec.name, out.size(), fragment_bytes));
-  gather_into(spec, canonical, out.data());
+  gather_into(spec, canonical, out.data(), /*streamed=*/true);  // read next by the device transform's copy
 }
 
 void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
@@ -80,13 +82,13 @@ void load_storage(const RuntimeStorageSpec& spec, const CanonicalLookup& canonic
   // Transform "none" gathers straight into the storage; the others gather into a scratch buffer first (left
   // uninitialized: the gather writes every byte), because their output positions differ from the gather order.
   if (as_is) {
-    gather_into(spec, canonical, out.data());
+    gather_into(spec, canonical, out.data(), /*streamed=*/true);
     return;
   }
   ScratchBytes own;
   ScratchBytes& gathered = scratch != nullptr ? *scratch : own;
   gathered.reserve(fragment_bytes);
-  gather_into(spec, canonical, gathered.data());
+  gather_into(spec, canonical, gathered.data(), /*streamed=*/false);  // the transform reads it at once
   std::vector<std::string> sources;
   sources.reserve(spec.fragments.size());
   for (const Fragment& f : spec.fragments) sources.push_back(f.canonical);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -122,10 +123,9 @@ struct Mapping {
                               static_cast<uint64_t>(st.st_size), size,
                               error != 0 ? fmt::format(" ({})", std::strerror(error)) : std::string()));
     }
-    // Populated now, while the engine's trainer still prepares: a fresh process touching 16 GB of shared pages
-    // for the first time inside the stream pays a page fault per 4 KiB there (about 0.3 core-seconds per GB on the
-    // build host). The pages are the trainer's, already resident; only this process's page tables fill.
-    data = mmap(nullptr, bytes == 0 ? 1 : bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    // Not populated here (MAP_POPULATE would fill 16 GB of page tables on this one thread before the CUDA setup
+    // starts): populate_mappings does it on the pack threads while the channels open.
+    data = mmap(nullptr, bytes == 0 ? 1 : bytes, PROT_READ, MAP_SHARED, fd, 0);
     const int error = errno;
     close(fd);  // the mapping keeps the memory
     if (data == MAP_FAILED) {
@@ -282,6 +282,33 @@ void CudaIpcSenders::release_and_join() {
   }
 }
 
+/// Fills this process's page tables for every mapping, in 64 MiB pieces across `pool`, while the trainer still
+/// prepares: a fresh process touching 16 GB of shared pages for the first time inside the stream pays a page fault
+/// per 4 KiB there (about 0.3 core-seconds per GB on the build host). The pages are the trainer's, already
+/// resident. MADV_POPULATE_READ (Linux 5.14) where the kernel has it, else one read per page. Never throws: a page
+/// left unpopulated is faulted in by the stream as before.
+void populate_mappings(const std::vector<std::unique_ptr<Mapping>>& mappings, WorkPool& pool) {
+  constexpr size_t kPiece = size_t{64} << 20;
+  std::vector<std::pair<const uint8_t*, size_t>> pieces;
+  for (const auto& m : mappings) {
+    for (size_t at = 0; at < m->bytes; at += kPiece) {
+      pieces.emplace_back(static_cast<const uint8_t*>(m->data) + at, std::min(kPiece, m->bytes - at));
+    }
+  }
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  try {
+    pool.run(pieces.size(), [&](size_t i) {
+      const auto [data, n] = pieces[i];
+#ifdef MADV_POPULATE_READ
+      if (madvise(const_cast<uint8_t*>(data), n, MADV_POPULATE_READ) == 0) return;
+#endif
+      volatile uint8_t sink = 0;
+      for (size_t at = 0; at < n; at += page) sink = static_cast<uint8_t>(sink + data[at]);
+    });
+  } catch (...) {
+  }
+}
+
 int run_sender_job(const DeviceIpc& ipc) {
   std::vector<std::unique_ptr<Mapping>> mappings;
   std::unique_ptr<ShmTransport> control;
@@ -362,7 +389,10 @@ int run_sender_job(const DeviceIpc& ipc) {
         }
       });
     }
+    // The page tables fill beside the channels' setup and the wait for the trainer; the stream starts after both.
+    std::thread populate([&] { populate_mappings(mappings, *pack_pool); });
     const bool go = wait_for_start();
+    populate.join();
     if (!go) std::cerr << "wsbench refit-sender: the engine closed the link before the stream started\n";
     gate.open(go);
     for (auto& t : threads) t.join();

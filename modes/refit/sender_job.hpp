@@ -39,8 +39,8 @@ class CudaIpcSenders {
   /// `pack_threads`: threads the process packs each bucket with (SendOptions::pack_pool).
   CudaIpcSenders(const std::filesystem::path& exe, std::string_view ipc_kind, const TrainerSim& trainer,
                  ShmTransport& control, uint64_t bucket_size_bytes, const CudaIpcGpus& gpus, int pack_threads = 1);
-  /// Closes the release pipe and kills the process (SIGKILL) if it has not exited yet: an error path, where nothing
-  /// waits for a clean exit.
+  /// Closes the start socket and the release pipe and kills the process (SIGKILL) if it has not exited yet: an
+  /// error path, where nothing waits for a clean exit.
   ~CudaIpcSenders();
   CudaIpcSenders(const CudaIpcSenders&) = delete;
   CudaIpcSenders& operator=(const CudaIpcSenders&) = delete;

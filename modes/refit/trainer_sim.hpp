@@ -33,7 +33,8 @@ class TrainerSim {
   const CanonicalImage& image() const { return image_; }
 
   /// Sender rank `rank`'s shard: one entry per canonical tensor, in canonical order, bytes borrowed from the
-  /// simulator (valid until the next advance).
+  /// simulator. Their places never change (every buffer is allocated once, in the constructor), so a sender may
+  /// map them before an advance; their content is the current version's until the next advance.
   std::vector<ShardWeight> rank_weights(int rank) const;
   /// Every buffer rank_weights() lends bytes from: the weights' image, then each rank's cut buffer that is not empty.
   std::vector<const HostBuffer*> buffers() const;

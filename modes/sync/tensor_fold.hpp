@@ -2,7 +2,8 @@
 // Folding every step of an update plan into one canonical tensor, segment by segment and chunk by chunk: each
 // chunk of each step is decoded into cache, the steps are combined into one mask (old ^ new) there, and the tensor
 // is read and written once however many steps the plan has (a catch-up 1->3 costs three decodes but one memory
-// pass). A tensor whose every xor payload is split into frames ("zstd-frames") has one segment per common frame
+// pass). A plan of overwrite steps only writes each changed byte in place, step by step, and never writes back a
+// line without a change. A tensor whose every xor payload is split into frames ("zstd-frames") has one segment per common frame
 // boundary, so its segments fold on different threads; a one-frame payload keeps the tensor in one segment (zstd
 // decodes one frame front to back). Overwrite steps are decoded once per tensor and do not constrain segments.
 //
@@ -62,7 +63,8 @@ class TensorFold {
   /// Checks every step's payload of `spec` before anything is changed: xor headers (one frame: the declared
   /// size; frames: zstd_frame_extents), overwrite bodies decoded and validated into `bodies` (one per step, reused
   /// across prepares; only overwrite steps' entries are used, and they must outlive this object). `bytes` is the
-  /// tensor at plan.from. Throws Error(Format) naming the tensor, as apply_xor_payload / decode_delta word it.
+  /// tensor at plan.from. Throws Error(Format) naming the tensor, as apply_xor_payload / decode_delta word it, or
+  /// when the last step's checksum does not fit the tensor's size (Publication::expected_checksum).
   TensorFold(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes,
              std::vector<OverwriteBody>& bodies, const FoldOptions& options = {});
   TensorFold(const TensorFold&) = delete;
@@ -70,8 +72,9 @@ class TensorFold {
 
   const TensorSpec& spec() const { return spec_; }
   std::span<uint8_t> bytes() const { return bytes_; }
-  /// Checksum the last step publishes for the target bytes.
-  const std::string& expected_checksum() const { return expected_; }
+  /// Checksum the last step publishes for the target bytes. Under "xxh3-128-ranges" every segment boundary is a
+  /// range boundary, so each segment can be verified on its own.
+  const ExpectedChecksum& expected_checksum() const { return expected_; }
   size_t segment_count() const { return bounds_.size() - 1; }
   uint64_t segment_begin(size_t s) const { return bounds_[s]; }
   uint64_t segment_end(size_t s) const { return bounds_[s + 1]; }
@@ -104,7 +107,7 @@ class TensorFold {
   TensorSpec spec_;
   std::span<uint8_t> bytes_;
   uint64_t chunk_;
-  std::string expected_;
+  ExpectedChecksum expected_;
   std::vector<Step> steps_;
   bool any_xor_ = false;          ///< a step is xor-encoded (else every step is applied in place)
   std::vector<uint64_t> bounds_;  ///< segment s = [bounds_[s], bounds_[s + 1])

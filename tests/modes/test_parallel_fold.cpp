@@ -245,6 +245,22 @@ TEST(ParallelFoldFailures, AChecksumOfAMultiSegmentTensorRestoresEveryTensor) {
                               ", publication says " + fake);
 }
 
+TEST(ParallelFoldFailures, AChecksumAfterOverwriteStepsWrittenInPlaceRestoresEveryTensor) {
+  // Overwrite steps only: the fold writes the changed bytes in place (no mask applied at the end), so the undo
+  // must swap back exactly the bytes each step replaced, in reverse order, across several segments.
+  Store3 s;
+  s.delta(1, DeltaEncoding::Overwrite, PayloadFraming::OneFrame);
+  std::string fake;
+  s.delta(2, DeltaEncoding::Overwrite, PayloadFraming::Frames, [&](const std::string& name, Bytes&, std::string& sum) {
+    if (name != kDown) return;
+    sum[0] = sum[0] == 'a' ? 'b' : 'a';
+    fake = sum;
+  });
+  expect_failure_restores(s, 2, ErrorKind::Checksum,
+                          "tensor '" + kDown + "': xxh3-128 of version 000002 is " + xxh3_128_hex(at(2).at(kDown)) +
+                              ", publication says " + fake);
+}
+
 TEST(ParallelFoldFailures, AnInvalidCodeInALaterSegmentIsRefusedAfterAMatchingChecksum) {
   Store3 s;
   Bytes target = at(1).at(kDown);
