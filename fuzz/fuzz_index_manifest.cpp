@@ -29,9 +29,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const bool delta = manifest.kind == wsb::PublicationKind::Delta;
   require(manifest.version <= 999999, "version beyond 6 digits");
-  require(!delta || (manifest.base_version && manifest.compression_format == "zstd"),
-          "DELTA manifest without base_version or zstd");
-  require(manifest.checksum_format == "xxh3-128", "checksum_format other than xxh3-128");
+  require(!delta || (manifest.base_version &&
+                     (manifest.compression_format == "zstd" || manifest.compression_format == "zstd-frames")),
+          "DELTA manifest without base_version or a known compression_format");
+  require((manifest.checksum_format == "xxh3-128" && manifest.checksum_range_bytes == 0) ||
+              (manifest.checksum_format == "xxh3-128-ranges" && manifest.checksum_range_bytes > 0 &&
+               manifest.checksum_range_bytes % (1u << 20) == 0),
+          "checksum_format and checksum_range_bytes disagree");
 
   wsb::CheckpointIndex rewritten;
   rewritten.metadata = wsb::manifest_metadata(manifest);
@@ -41,6 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(again.version == manifest.version && again.base_version == manifest.base_version &&
               again.kind == manifest.kind && (!delta || again.encoding == manifest.encoding) &&
               again.checksum_format == manifest.checksum_format &&
+              again.checksum_range_bytes == manifest.checksum_range_bytes &&
               (!delta || again.compression_format == manifest.compression_format),
           "manifest changed through manifest_metadata -> parse_manifest");
   return 0;

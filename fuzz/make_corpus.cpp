@@ -185,6 +185,10 @@ void index_corpus() {
     index.weight_map = {{"a", "model-00001-of-00001.safetensors"}, {"b", "sub/dir/model.safetensors"}};
     write_index(std::string("valid_delta_") + std::string(wsb::delta_encoding_name(encoding)), index);
   }
+  // wsbench's own formats: several frames per payload, one checksum per 32 MiB range.
+  index.metadata = wsb::manifest_metadata(
+      wsb::delta_manifest(4, wsb::DeltaEncoding::Xor, wsb::PayloadFraming::Frames, uint64_t{32} << 20));
+  write_index("valid_delta_frames_ranges", index);
   // Hugging Face style: numbers among the metadata, no wsbench fields (parse_manifest refuses: no version).
   put("index_manifest", "valid_hf",
       R"({"metadata":{"total_size":250752,"total_parameters":125376,"scale":0.5},"weight_map":{"a":"s1.safetensors"}})");
@@ -196,6 +200,7 @@ void index_corpus() {
       {"near_no_compression", R"({"metadata":{"version":"000001","base_version":"000000","delta_encoding":"overwrite"},"weight_map":{}})"},
       {"near_compression", R"({"metadata":{"version":"000001","base_version":"000000","delta_encoding":"xor","compression_format":"lz4"},"weight_map":{}})"},
       {"near_checksum", R"({"metadata":{"version":"000001","checksum_format":"sha256"},"weight_map":{}})"},
+      {"near_range_bytes", R"({"metadata":{"version":"000001","checksum_format":"xxh3-128-ranges","checksum_range_bytes":"4096"},"weight_map":{}})"},
       {"near_total_string", R"({"metadata":{"version":"000001","total_size":"18446744073709551616"},"weight_map":{}})"},
       {"near_total_negative", R"({"metadata":{"total_size":-3},"weight_map":{}})"},
       {"near_metadata_bool", R"({"metadata":{"flag":true},"weight_map":{}})"},

@@ -193,6 +193,15 @@ PublicationWriter::PublicationWriter(std::filesystem::path dir, const Publicatio
   w.max_shard_bytes = max_shard_bytes;
   w.atomic = atomic;
   w.fsync = fsync;
+  // A manifest this writer could not read back: the format and the range size must agree.
+  const bool ranged = manifest.checksum_format == kChecksumXxh3Ranges;
+  if ((manifest.checksum_format != kChecksumXxh3 && !ranged) || ranged != (manifest.checksum_range_bytes != 0) ||
+      !checksum_range_bytes_problem(manifest.checksum_range_bytes).empty()) {
+    throw Error(ErrorKind::Format,
+                fmt::format("{}: checksum_format '{}' with checksum_range_bytes {} (xxh3-128 with 0, or "
+                            "xxh3-128-ranges with a multiple of 1 MiB)",
+                            w.dir.string(), manifest.checksum_format, manifest.checksum_range_bytes));
+  }
   if (!atomic) {
     make_directories(w.dir);
     w.work = w.dir;

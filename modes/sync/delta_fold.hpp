@@ -28,7 +28,7 @@ struct FoldUndo {
 };
 
 /// Folds the plan's payloads for `spec` into `bytes` (currently at plan.from) on the calling thread and verifies
-/// the final xxh3-128 against the last step's checksum, then the target codes (check_codes). On any error `bytes`
+/// the final bytes against the last step's checksum (every range of "xxh3-128-ranges"), then the target codes (check_codes). On any error `bytes`
 /// is restored before Error(Format/Checksum) naming the tensor propagates. When `undo` is given, it receives
 /// what unfold_tensor needs.
 void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8_t> bytes, FoldUndo* undo);

@@ -40,7 +40,9 @@ namespace {
 struct TensorState {
   std::unique_ptr<TensorFold> fold;
   std::unique_ptr<std::atomic<uint64_t>[]> folded;
-  std::unique_ptr<Xxh3Hasher> hasher;  ///< multi-segment tensors; one-segment ones hash on their worker's state
+  /// Multi-segment tensors under "xxh3-128" (one serial digest); one-segment and ranged ones verify on their
+  /// worker's hash state.
+  std::unique_ptr<Xxh3Hasher> hasher;
   std::atomic<bool> token{false};
   std::atomic<size_t> hash_segment{0};
   std::atomic<uint64_t> hashed{0};
@@ -126,7 +128,8 @@ class Run {
   }
 
   /// Every (tensor, segment), the ones with the most of their tensor still ahead of them first: a large tensor's
-  /// segments start early (its serial hash follows them), and the segments of two large tensors interleave.
+  /// segments start early (under "xxh3-128" its serial hash follows them), and the segments of two large tensors
+  /// interleave.
   void fold_all() {
     std::vector<std::pair<size_t, size_t>> items;
     for (size_t i = 0; i < targets_.size(); ++i) {

@@ -43,8 +43,8 @@ struct FoldTarget {
 /// the checksum is verified).
 using FoldListener = std::function<void(size_t index, const FoldChunk& chunk)>;
 
-/// Folds `plan` into every target on `threads` threads and verifies each target checksum (xxh3-128 of the final
-/// bytes) and its codes (check_codes), as fold_tensor does for one. On any error every byte of every target is
+/// Folds `plan` into every target on `threads` threads and verifies each target checksum (of the final bytes, in
+/// the last step's checksum_format) and its codes (check_codes), as fold_tensor does for one. On any error every byte of every target is
 /// restored to plan.from before the error of the lowest failing target index propagates (Error(Format) of a
 /// payload, Error(Checksum) as throw_checksum_mismatch words it, Error(Format) of an
 /// invalid code, or what `listener` throws). Opening every payload (headers, frame extents, overwrite bodies)

@@ -145,6 +145,37 @@ TEST(RangedFoldFailures, AWrongRangeDigestIsNamedAndRestoresEveryTensor) {
   }
 }
 
+TEST(RangedFoldFailures, ThePartialLastRangeAndAnEmptyTensorAreCompared) {
+  const std::string empty = kTensors[2].name;
+  for (const std::string& tensor : {kBig, empty}) {
+    RangedStore s;
+    std::string fake;
+    s.delta(1, DeltaEncoding::Overwrite, PayloadFraming::OneFrame, [&](const std::string& name, std::string& sum) {
+      if (name != tensor) return;
+      const size_t last = sum.size() - 32;  // the 0.5 MiB range 4 of kBig; the one digest of the empty tensor
+      sum[last] = sum[last] == 'a' ? 'b' : 'a';
+      fake = sum.substr(last);
+    });
+    const std::string actual = tensor_checksum_text(at(1).at(tensor), kRange).substr(tensor == kBig ? 96 : 0);
+    const std::string message =
+        tensor == kBig ? "tensor '" + kBig + "': xxh3-128 of version 000001 bytes [3145728, 3670016) (range 4 of 4) is " +
+                             actual + ", publication says " + fake
+                       : "tensor '" + empty + "': xxh3-128 of version 000001 bytes [0, 0) (range 1 of 1) is " + actual +
+                             ", publication says " + fake;
+    SCOPED_TRACE(tensor);
+    Image image;
+    FoldWorkspace workspace;
+    EXPECT_EQ(error_message([&] { fold_in_parallel(plan_update(s.store, 0, 1), image.targets, 3, workspace, {}, kUnits); },
+                            ErrorKind::Checksum),
+              message);
+    EXPECT_EQ(image.bytes, at(0));
+    const TensorSpec& spec = tensor == kBig ? kTensors[0] : kTensors[2];
+    Bytes one = at(0).at(tensor);
+    EXPECT_EQ(error_message([&] { fold_tensor(plan_update(s.store, 0, 1), spec, one, nullptr); }, ErrorKind::Checksum),
+              message);
+  }
+}
+
 TEST(RangedFoldFailures, ADigestCountForAnotherSizeIsRefusedBeforeAnyByteChanges) {
   RangedStore s;
   s.delta(1, DeltaEncoding::Xor, PayloadFraming::Frames, [&](const std::string& name, std::string& sum) {

@@ -415,9 +415,11 @@ TEST(Publisher, OverwriteEncodingAndAppend) {
 
 TEST(Publisher, RangedChecksumsForDeltasAndAppendingToThem) {
   TempDir whole, parts;
-  const ModelProfile scaled = tiny();
+  // A vocabulary of 8192 makes the embedding and lm_head 2 MiB each: two ranges of 1 MiB.
+  ModelProfile scaled = tiny();
+  scaled.dims.vocab = 8192;
   PublishOptions o = options_for(whole.path(), 8);
-  o.checksum_range_bytes = 64 << 20;
+  o.checksum_range_bytes = 1 << 20;
   publish(scaled, o);
   Store store(whole.path());
   EXPECT_EQ(Publication(store, 0).manifest().checksum_format, "xxh3-128");
@@ -425,8 +427,11 @@ TEST(Publisher, RangedChecksumsForDeltasAndAppendingToThem) {
     const Publication p(store, v);
     EXPECT_EQ(p.manifest().checksum_format, "xxh3-128-ranges");
     for (const TensorSpec& t : scaled.canonical_tensors()) {
-      EXPECT_EQ(p.expected_checksum(t.name), tensor_checksum_text(synth(t, 8, v), 64 << 20)) << t.name;
+      Bytes target(t.bytes());
+      synthesize_canonical(scaled, t, 8, v, std::nullopt, target);
+      EXPECT_EQ(p.expected_checksum(t.name), tensor_checksum_text(target, 1 << 20)) << t.name;
     }
+    EXPECT_EQ(p.expected_checksum("model.embed_tokens.weight").size(), 2u * 32);
   }
   // Appending to a ranged lineage checks the base against its own format and writes the same files.
   PublishOptions first = o;
