@@ -122,11 +122,11 @@ void throw_checksum_mismatch(std::string_view tensor, std::string_view version, 
                           mismatch.actual, expected.digest(mismatch.range)));
 }
 
-void verify_tensor_checksum(std::span<const uint8_t> bytes, const ExpectedChecksum& expected,
-                            std::string_view tensor, std::string_view version, Xxh3Hasher& hasher) {
-  RangeVerifier verifier(expected, hasher);
-  verifier.update(bytes);
-  if (const ChecksumMismatch* m = verifier.mismatch()) throw_checksum_mismatch(tensor, version, expected, *m);
+void RangeVerifier::require_verified_to(uint64_t end, std::string_view tensor, std::string_view version) const {
+  if (failed_) throw_checksum_mismatch(tensor, version, expected_, mismatch_);
+  if (position_ != end) {
+    throw Error(ErrorKind::State, fmt::format("tensor '{}': checksum verified to byte {} of {}", tensor, position_, end));
+  }
 }
 
 }  // namespace wsb

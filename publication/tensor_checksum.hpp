@@ -103,6 +103,10 @@ class RangeVerifier {
   uint64_t position() const { return position_; }
   /// The first mismatch, or nullptr while every completed range matched.
   const ChecksumMismatch* mismatch() const { return failed_ ? &mismatch_ : nullptr; }
+  /// The verdict once the bytes up to `end` (a range boundary: a segment's end, or the tensor's size) are fed:
+  /// throws as throw_checksum_mismatch on a mismatch, or Error(State) "tensor 'T': checksum verified to byte P of
+  /// E" when the bytes fed stopped short of `end` (a range that was never compared).
+  void require_verified_to(uint64_t end, std::string_view tensor, std::string_view version) const;
 
  private:
   void close_range();
@@ -120,9 +124,5 @@ class RangeVerifier {
 /// of version V bytes [A, B) (range K of N) is X, publication says Y" (K counted from 1).
 [[noreturn]] void throw_checksum_mismatch(std::string_view tensor, std::string_view version,
                                           const ExpectedChecksum& expected, const ChecksumMismatch& mismatch);
-
-/// Verifies `bytes` (the whole tensor) against `expected`; throws as throw_checksum_mismatch on a mismatch.
-void verify_tensor_checksum(std::span<const uint8_t> bytes, const ExpectedChecksum& expected,
-                            std::string_view tensor, std::string_view version, Xxh3Hasher& hasher);
 
 }  // namespace wsb

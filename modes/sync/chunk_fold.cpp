@@ -73,9 +73,7 @@ void TensorChunkFold::finish(const std::function<std::vector<uint8_t>()>& final_
   for (Step& s : steps_) {
     if (s.xor_mask) s.xor_mask->finish();
   }
-  if (const ChecksumMismatch* m = verifier_.mismatch()) {
-    throw_checksum_mismatch(spec_.name, version_string(version_), expected_, *m);
-  }
+  verifier_.require_verified_to(spec_.bytes(), spec_.name, version_string(version_));
   // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would still
   // reach the engine, so the codes are validated before anything live can see them.
   if (invalid_code_) {

@@ -67,13 +67,7 @@ void fold_tensor(const UpdatePlan& plan, const TensorSpec& spec, std::span<uint8
       fold.fold_segment(s, scratch, hash_then_sink, nullptr);
       suspect = suspect || fold.suspect_codes(s);
     }
-    if (const ChecksumMismatch* m = verifier.mismatch()) {
-      throw_checksum_mismatch(spec.name, version_string(plan.to), fold.expected_checksum(), *m);
-    }
-    if (verifier.position() != bytes.size()) {  // every range compared, the last one included
-      throw Error(ErrorKind::State, fmt::format("tensor '{}': checksum verified to byte {} of {}", spec.name,
-                                                verifier.position(), bytes.size()));
-    }
+    verifier.require_verified_to(bytes.size(), spec.name, version_string(plan.to));
     // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would
     // still reach the engine, so the target codes are validated before anything live can see them.
     if (suspect) check_codes(spec, bytes, fmt::format("publication {}", version_string(plan.to)));

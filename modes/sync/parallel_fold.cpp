@@ -164,14 +164,7 @@ class Run {
         if (listener_) listener_(i, c);
       };
       if (!fold.fold_segment(s, scratch, sink, &failed_)) return;
-      if (const ChecksumMismatch* m = verifier.mismatch()) {
-        throw_checksum_mismatch(fold.spec().name, version_string(plan_.to), expected, *m);
-      }
-      if (verifier.position() != fold.segment_end(s)) {
-        throw Error(ErrorKind::State, fmt::format("tensor '{}': segment [{}, {}) ended its checksum at byte {}",
-                                                  fold.spec().name, fold.segment_begin(s), fold.segment_end(s),
-                                                  verifier.position()));
-      }
+      verifier.require_verified_to(fold.segment_end(s), fold.spec().name, version_string(plan_.to));
       if (fold.suspect_codes(s)) st.suspect = true;
       st.segments_done.fetch_add(1);
       finish_if_complete(i);

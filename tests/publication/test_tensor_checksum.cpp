@@ -122,9 +122,17 @@ TEST(ChecksumRanges, OneDigestPerTensorKeepsTheForkMessage) {
   EXPECT_FALSE(e.ranged());
   EXPECT_EQ(e.range_end(0), 5000u);
   Xxh3Hasher hasher;
-  verify_tensor_checksum(b, e, "t", "000001", hasher);
+  const auto verify = [&](std::span<const uint8_t> fed) {
+    RangeVerifier v(e, hasher);
+    v.update(fed);
+    v.require_verified_to(b.size(), "t", "000001");
+  };
+  verify(b);
+  // Bytes that stop short of the end leave the range uncompared: refused, not passed.
+  EXPECT_EQ(error_message([&] { verify(std::span(b).first(4999)); }, ErrorKind::State),
+            "tensor 't': checksum verified to byte 4999 of 5000");
   b[4999] ^= 1;
-  EXPECT_EQ(error_message([&] { verify_tensor_checksum(b, e, "t", "000001", hasher); }, ErrorKind::Checksum),
+  EXPECT_EQ(error_message([&] { verify(b); }, ErrorKind::Checksum),
             "tensor 't': xxh3-128 of version 000001 is " + xxh3_128_hex(b) + ", publication says " + e.text());
   // An empty tensor: one digest, of nothing, complete before any byte.
   const ExpectedChecksum empty(xxh3_128_hex({}), kMiB, 0, "tensor 'e'");
