@@ -137,16 +137,34 @@ int64_t storage_slices(const RuntimeStorageSpec& spec) {
 
 void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
                          int64_t first, int64_t count, ScratchBytes* scratch) {
+  if (out.size() != spec.bytes())
+    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': output buffer has {} bytes, the storage needs {}",
+                                                 spec.name, out.size(), spec.bytes()));
+  const int64_t slices = storage_slices(spec);  // at least 1
+  const uint64_t out_slice = spec.bytes() / static_cast<uint64_t>(slices);
+  // A range outside the slices is refused by load_storage_slices_into before anything is written.
+  const bool inside = first >= 0 && count >= 1 && first + count <= slices;
+  load_storage_slices_into(spec, canonical,
+                           inside ? out.subspan(out_slice * static_cast<uint64_t>(first),
+                                                out_slice * static_cast<uint64_t>(count))
+                                  : out.first(0),
+                           first, count, scratch);
+}
+
+void load_storage_slices_into(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical,
+                              std::span<uint8_t> slices_out, int64_t first, int64_t count, ScratchBytes* scratch) {
   const int64_t slices = storage_slices(spec);
   if (first < 0 || count < 1 || first + count > slices) {
     throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': slices [{}, {}) outside its {} independent slices",
                                                  spec.name, first, first + count, slices));
   }
-  if (out.size() != spec.bytes())
-    throw Error(ErrorKind::Mismatch, fmt::format("storage '{}': output buffer has {} bytes, the storage needs {}",
-                                                 spec.name, out.size(), spec.bytes()));
+  const uint64_t out_slice = spec.bytes() / static_cast<uint64_t>(slices);
+  if (slices_out.size() != out_slice * static_cast<uint64_t>(count))
+    throw Error(ErrorKind::Mismatch,
+                fmt::format("storage '{}': output buffer has {} bytes, slices [{}, {}) need {}", spec.name,
+                            slices_out.size(), first, first + count, out_slice * static_cast<uint64_t>(count)));
   if (count == slices) {
-    load_storage(spec, canonical, out, scratch);
+    load_storage(spec, canonical, slices_out, scratch);
     return;
   }
   check_fragments(spec);
@@ -155,8 +173,7 @@ void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& 
   RuntimeStorageSpec sub = spec;
   sub.shape[0] = count;
   sub.gathered_shape[0] = count;
-  const uint64_t out_slice = spec.bytes() / static_cast<uint64_t>(slices);
-  auto sub_out = out.subspan(out_slice * static_cast<uint64_t>(first), out_slice * static_cast<uint64_t>(count));
+  const std::span<uint8_t> sub_out = slices_out;
   if (stacked_canonical(spec, slices)) {
     // The sub-storage reads experts [first, first + count) of the stacked tensor: a contiguous run of it.
     Fragment& f = sub.fragments[0];

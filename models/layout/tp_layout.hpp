@@ -89,6 +89,14 @@ int64_t storage_slices(const RuntimeStorageSpec& spec);
 void load_storage_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical, std::span<uint8_t> out,
                          int64_t first, int64_t count, ScratchBytes* scratch = nullptr);
 
+/// load_storage_slices writing the slices' bytes into `slices_out` (count x spec.bytes() / storage_slices(spec)
+/// bytes, slice `first` at byte 0) instead of at their place in the whole storage: a build that compares its
+/// output with the bytes it replaces (device-delta) builds into a scratch buffer this way. Throws Error(Mismatch)
+/// for a range outside [0, storage_slices(spec)) or an output of another size, plus load_storage's errors.
+void load_storage_slices_into(const RuntimeStorageSpec& spec, const CanonicalLookup& canonical,
+                              std::span<uint8_t> slices_out, int64_t first, int64_t count,
+                              ScratchBytes* scratch = nullptr);
+
 /// Rows of the gathered tensor of `spec` (a row: the last dim of gathered_shape; rows counted row-major over the
 /// leading dims, e.g. row e * N + n of [E, N, K]): rows[i] points at gathered row first + i where it lies in its
 /// canonical tensor, so a transform that reads rows (fp8_channel_weight_band) needs no gathered copy. Throws

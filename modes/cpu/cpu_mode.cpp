@@ -76,8 +76,8 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
       const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
       built += spec.bytes();
       const size_t rank = spec.gathered_shape.size();
-      // device-delta compares each item's bytes before and after as one range: a band is strided, so it is built
-      // by slices then.
+      // device-delta writes each item through its recorder as one range: a band is strided, so it is built by
+      // whole experts then (build_slices).
       if (recorder == nullptr && spec.transform == kFp8ChannelWeight && (rank == 2 || rank == 3) && spec.shape.size() == rank) {
         // Transposed band by band straight from the canonical rows: no gathered copy, and a 2-D weight splits too.
         const int64_t experts = rank == 3 ? spec.gathered_shape[0] : 1;
@@ -103,31 +103,63 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
   const auto workers = static_cast<size_t>(std::max(context_.threads, 1));
   if (transform_scratch_.size() < workers) transform_scratch_.resize(workers);
   if (row_scratch_.size() < workers) row_scratch_.resize(workers);
+  if (recorder != nullptr && build_scratch_.size() < workers) build_scratch_.resize(workers);
   run_largest_first(
       items.size(), context_.threads, [&](size_t i) { return items[i].bytes; },
       [&](size_t i, size_t worker) {
         const Item& it = items[i];
         const RuntimeStorageSpec& spec = context_.layouts[it.rank].storages[it.storage];
-        const std::span<uint8_t> out = images[it.rank].storage(it.storage);
-        // device-delta: the item's bytes before the build are the live ones; comparing them with the built ones
-        // finds every change, whatever the transform does with the canonical bytes.
+        const std::span<uint8_t> image = images[it.rank].storage(it.storage);
+        if (recorder == nullptr) {
+          if (it.n1 > it.n0) {
+            std::vector<const uint8_t*>& rows = row_scratch_[worker];
+            rows.resize(static_cast<size_t>(it.n1 - it.n0));
+            const int64_t n = spec.gathered_shape[spec.gathered_shape.size() - 2];
+            storage_rows(spec, lookup, it.first * n + it.n0, rows);
+            fp8_channel_weight_band(spec.name, spec.gathered_shape, spec.shape, it.first, it.n0, it.n1, rows, image);
+          } else {
+            load_storage_slices(spec, lookup, image, it.first, it.count, &transform_scratch_[worker]);
+          }
+          return;
+        }
+        // device-delta: the item is built into scratch and written through the recorder, which compares each word
+        // with the live one it replaces (the image holds the live bytes until then) and writes only those that
+        // differ: every change is found, whatever the transform does with the canonical bytes, and the image is
+        // read once and written only where it changes.
+        ScratchBytes& built_bytes = build_scratch_[worker];
+        built_bytes.reserve(it.bytes);
+        const std::span<uint8_t> out(built_bytes.data(), it.bytes);
+        build_slices(spec, lookup, it.first, it.count, out, worker);
         const uint64_t offset = spec.bytes() / static_cast<uint64_t>(storage_slices(spec)) *
                                 static_cast<uint64_t>(it.first);
-        const auto before = recorder ? recorder->snapshot(it.flat, offset, it.bytes) : std::span<const uint8_t>{};
-        if (it.n1 > it.n0) {
-          std::vector<const uint8_t*>& rows = row_scratch_[worker];
-          rows.resize(static_cast<size_t>(it.n1 - it.n0));
-          const int64_t n = spec.gathered_shape[spec.gathered_shape.size() - 2];
-          storage_rows(spec, lookup, it.first * n + it.n0, rows);
-          fp8_channel_weight_band(spec.name, spec.gathered_shape, spec.shape, it.first, it.n0, it.n1, rows, out);
-        } else if (it.count == storage_slices(spec)) {
-          load_storage(spec, lookup, out, &transform_scratch_[worker]);
-        } else {
-          load_storage_slices(spec, lookup, out, it.first, it.count, &transform_scratch_[worker]);
-        }
-        if (recorder) recorder->compare(it.flat, offset, before);
+        recorder->copy(it.flat, offset, out);
       });
   phase.add_bytes(built);
+}
+
+void CpuMode::build_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& lookup, int64_t first,
+                           int64_t count, std::span<uint8_t> out, size_t worker) {
+  const size_t rank = spec.gathered_shape.size();
+  const int64_t slices = storage_slices(spec);
+  // An FP8 weight whose slices are its experts (or a 2-D one, a single slice) is transposed expert by expert
+  // straight from the canonical rows, as the bands do: no gathered copy.
+  const bool by_rows = spec.transform == kFp8ChannelWeight && spec.shape.size() == rank &&
+                       (rank == 2 || (rank == 3 && slices == spec.gathered_shape[0]));
+  if (!by_rows) {
+    load_storage_slices_into(spec, lookup, out, first, count, &transform_scratch_[worker]);
+    return;
+  }
+  Shape gathered = spec.gathered_shape, runtime = spec.shape;
+  if (rank == 3) gathered[0] = runtime[0] = 1;
+  const int64_t n = gathered[rank - 2];
+  const uint64_t slice = out.size() / static_cast<uint64_t>(count);
+  std::vector<const uint8_t*>& rows = row_scratch_[worker];
+  rows.resize(static_cast<size_t>(n));
+  for (int64_t e = first; e < first + count; ++e) {
+    storage_rows(spec, lookup, e * n, rows);
+    fp8_channel_weight_band(spec.name, gathered, runtime, 0, 0, n, rows,
+                            out.subspan(slice * static_cast<uint64_t>(e - first), slice));
+  }
 }
 
 void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
@@ -204,6 +236,7 @@ ModeMemory CpuMode::memory() const {
   m.canonical_bytes = canonical_.bytes();
   for (const auto& image : images_) m.rank_image_bytes += image.bytes();
   if (delta_) m.staging_bytes += delta_->host_bytes();
+  for (const ScratchBytes& b : build_scratch_) m.staging_bytes += b.capacity();
   return m;
 }
 

@@ -105,8 +105,6 @@ struct DeltaRecorder::ThreadState {
   bool has_open = false;
   std::vector<Deferred> deferred;
   std::vector<WordSpan> compared;  ///< words this thread's writes reached while comparing (merged when adjacent)
-  std::unique_ptr<uint8_t[]> scratch;
-  uint64_t scratch_bytes = 0;
 
   void reset(size_t groups) {
     blocks.assign(groups, Block{});
@@ -340,8 +338,9 @@ DeltaRecorder::ThreadState& DeltaRecorder::thread_state() {
   return *state;
 }
 
-template <bool kCopy>
-void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, uint64_t bytes) {
+void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> src) {
+  const uint8_t* other = src.data();
+  const uint64_t bytes = src.size();
   if (flat >= storages_.size()) {
     throw Error(ErrorKind::Mismatch, fmt::format("delta recorder: storage {} of {}", flat, storages_.size()));
   }
@@ -356,19 +355,19 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
   ThreadState& t = thread_state();
   const uint64_t a = offset, b = offset + bytes;
   if (states_[flat].dense.load(std::memory_order_relaxed)) {
-    record_dense<kCopy>(t, flat, a, b, other);
+    record_dense(t, flat, a, b, other);
     return;
   }
   Writer writer(*this, t, flat);
-  // `other` holds the new bytes (copy) or the old ones (compare); the image the other side.
-  auto old_at = [&](uint64_t p) { return kCopy ? image + p : other + (p - a); };
-  auto new_at = [&](uint64_t p) { return kCopy ? other + (p - a) : image + p; };
+  // `other` holds the new bytes; the image the old ones.
+  auto old_at = [&](uint64_t p) { return image + p; };
+  auto new_at = [&](uint64_t p) { return other + (p - a); };
   // Bytes [lo, hi) of word w, which this range does not cover whole: only its own bytes are read or written.
   auto partial = [&](uint64_t w, uint64_t lo, uint64_t hi) {
     uint64_t mask = 0;
     for (uint64_t p = lo; p < hi; ++p) {
       const uint8_t x = static_cast<uint8_t>(*old_at(p) ^ *new_at(p));
-      if constexpr (kCopy) image[p] = *new_at(p);
+      image[p] = *new_at(p);
       mask |= static_cast<uint64_t>(x) << (8 * (p - 8 * w));
     }
     if (mask != 0) t.deferred.push_back(Deferred{flat, w, mask});
@@ -379,7 +378,7 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
     const uint64_t o = k == 8 ? load64(old_at(8 * w)) : load_padded(old_at(8 * w), k);
     const uint64_t v = k == 8 ? load64(new_at(8 * w)) : load_padded(new_at(8 * w), k);
     if (o == v) return;
-    if constexpr (kCopy) std::memcpy(image + 8 * w, new_at(8 * w), k);
+    std::memcpy(image + 8 * w, new_at(8 * w), k);
     writer.word(w, o, v);
   };
   uint64_t w = a / 8;
@@ -414,14 +413,14 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
       halves |= static_cast<uint32_t>(static_cast<uint32_t>(x) != 0) << (2 * k);
       halves |= static_cast<uint32_t>((x >> 32) != 0) << (2 * k + 1);
     }
-    if constexpr (kCopy) std::memcpy(image + 8 * w, new_at(8 * w), 64);
+    std::memcpy(image + 8 * w, new_at(8 * w), 64);
     writer.block(w, o, v, halves);
     w += 8;
     if (writer.dense()) {
       // The rest of the range is written as the storage's other writes now are.
       writer.flush();
       t.add_compared(flat, a / 8, w);
-      if (8 * w < b) record_dense<kCopy>(t, flat, 8 * w, b, kCopy ? other + (8 * w - a) : nullptr);
+      if (8 * w < b) record_dense(t, flat, 8 * w, b, other + (8 * w - a));
       return;
     }
   }
@@ -434,7 +433,6 @@ void DeltaRecorder::record(size_t flat, uint64_t offset, const uint8_t* other, u
   t.add_compared(flat, a / 8, (b + 7) / 8);
 }
 
-template <bool kCopy>
 void DeltaRecorder::record_dense(ThreadState& t, size_t flat, uint64_t a, uint64_t b, const uint8_t* src) {
   uint8_t* image = storages_[flat].image.data();
   const uint64_t n = storages_[flat].image.size();
@@ -446,37 +444,11 @@ void DeltaRecorder::record_dense(ThreadState& t, size_t flat, uint64_t a, uint64
   const uint64_t lo = (a + 7) / 8, hi = b == n ? (n + 7) / 8 : b / 8;
   if (b % 8 != 0 && b != n) t.add_compared(flat, b / 8, b / 8 + 1);
   if (hi > lo) {
-    const uint8_t* words = kCopy ? src + (8 * lo - a) : image + 8 * lo;
+    const uint8_t* words = src + (8 * lo - a);
     const uint64_t sum = digest64_sum({words, std::min(8 * hi, n) - 8 * lo}, lo);
     states_[flat].dense_sum.fetch_add(sum, std::memory_order_relaxed);
   }
-  if constexpr (kCopy) copy_streaming(image + a, src, b - a, kDenseStreamingMinBytes);
-}
-
-void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> src) {
-  record<true>(flat, offset, src.data(), src.size());
-}
-
-void DeltaRecorder::compare(size_t flat, uint64_t offset, std::span<const uint8_t> before) {
-  record<false>(flat, offset, before.data(), before.size());
-}
-
-std::span<const uint8_t> DeltaRecorder::snapshot(size_t flat, uint64_t offset, uint64_t bytes) {
-  if (flat >= storages_.size() || offset > storages_[flat].image.size() ||
-      bytes > storages_[flat].image.size() - offset) {
-    throw Error(ErrorKind::Mismatch, fmt::format("delta recorder: snapshot of bytes [{}, {}) of storage {}", offset,
-                                                 offset + bytes, flat));
-  }
-  ThreadState& t = thread_state();
-  if (t.scratch_bytes < bytes) {
-    t.scratch.reset(new uint8_t[bytes]);  // uninitialized: every byte is copied before it is read
-    t.scratch_bytes = bytes;
-  }
-  // A dense storage's compare() does not read what it replaced (the storage stays dense once it is).
-  if (!states_[flat].dense.load(std::memory_order_relaxed)) {
-    std::memcpy(t.scratch.get(), storages_[flat].image.data() + offset, bytes);
-  }
-  return {t.scratch.get(), bytes};
+  copy_streaming(image + a, src, b - a, kDenseStreamingMinBytes);
 }
 
 std::vector<DeltaChanges> DeltaRecorder::finish(int threads) {
@@ -604,7 +576,6 @@ uint64_t DeltaRecorder::held_bytes() const {
   std::lock_guard lock(mu_);
   uint64_t total = 0;
   for (const auto& g : groups_) total += g->buffer.size();
-  for (const auto& s : threads_) total += s->scratch_bytes;
   return total;
 }
 

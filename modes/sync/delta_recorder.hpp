@@ -1,8 +1,7 @@
 #pragma once
-// Recording, while prepare writes the target version into the rank image, which runtime bytes change: the fold's
-// placements write through copy(), which compares each word with the one it replaces, and storages built by the
-// loader are snapshotted piece by piece before the build and compared after it (snapshot()/compare()). When
-// recording starts the image holds exactly the live bytes, so "differs from the bytes it replaces" is "differs
+// Recording, while prepare writes the target version into the rank image, which runtime bytes change: every write
+// goes through copy(), which compares each word with the one it replaces (the fold's placements from each final
+// chunk; storages the loader transforms from the piece built in scratch). When recording starts the image holds exactly the live bytes, so "differs from the bytes it replaces" is "differs
 // from the live storage": no second image is needed, and no change can be missed, whatever the transform (a
 // swizzle that moves one canonical byte to several runtime bytes included): every byte of every storage is written
 // once per prepare, and each write is compared.
@@ -87,15 +86,8 @@ class DeltaRecorder {
 
   /// Writes `src` into storage `flat` at byte `offset` of its image, recording every byte that differs from the
   /// one it replaces (unchanged words are not written). Thread-safe for disjoint ranges. Throws Error(Mismatch) when
-  /// the range exceeds the storage.
+  /// the range exceeds the storage or `flat` is not one.
   void copy(size_t flat, uint64_t offset, std::span<const uint8_t> src);
-  /// Copies `bytes` of storage `flat`'s image at `offset` into this thread's scratch (reused, grown on demand) and
-  /// returns it: the "before" of a later compare(). Of a dense storage nothing is copied (its compare() does not
-  /// read the span).
-  std::span<const uint8_t> snapshot(size_t flat, uint64_t offset, uint64_t bytes);
-  /// Records where the image bytes at `offset` now differ from `before` (what they held before being rebuilt).
-  /// Thread-safe for disjoint ranges. Throws Error(Mismatch) when the range exceeds the storage.
-  void compare(size_t flat, uint64_t offset, std::span<const uint8_t> before);
 
   /// Ends the recording once every write is done: resolves the shared words, digests what dense storages still
   /// need from their final bytes (on `threads` threads), and returns one result per storage.
@@ -104,7 +96,7 @@ class DeltaRecorder {
   /// the group ran out of room (the table does not fit, or a block could not be claimed).
   std::optional<RecordedPack> pack(int g, const std::vector<bool>& include);
 
-  /// Host memory held (packs and scratch), bytes.
+  /// Host memory held (the packs), bytes.
   uint64_t held_bytes() const;
 
  private:
@@ -113,10 +105,7 @@ class DeltaRecorder {
   struct ThreadState;
   class Writer;
   ThreadState& thread_state();
-  template <bool kCopy>
-  void record(size_t flat, uint64_t offset, const uint8_t* other, uint64_t bytes);
-  /// Bytes [a, b) of dense storage `flat`: copied from `src` (copy) or already built (compare), and digested.
-  template <bool kCopy>
+  /// Bytes [a, b) of dense storage `flat`: copied from `src` and digested.
   void record_dense(ThreadState& t, size_t flat, uint64_t a, uint64_t b, const uint8_t* src);
   void sum_dense(int threads);
 

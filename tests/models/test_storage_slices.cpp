@@ -1,10 +1,12 @@
-// Slice loads (models/layout load_storage_slices): for every splittable storage (rows of untransformed ones, experts
-// of stacked ones) of the tiny presets at TP 1, 2 and 4, loading random disjoint expert ranges into a dirty buffer gives byte for byte what
-// load_storage gives for the whole storage (so prepare may split a storage across threads); storages that are not
-// a 2-D transformed weight is one slice; a range outside the slices is refused.
+// Slice loads (models/layout load_storage_slices, load_storage_slices_into): for every splittable storage (rows of
+// untransformed ones, experts of stacked ones) of the tiny presets at TP 1, 2 and 4, loading random disjoint expert
+// ranges into a dirty buffer, in place or on their own, gives byte for byte what load_storage gives for the whole
+// storage (so prepare may split a storage across threads); a 2-D transformed weight is one slice; a range outside
+// the slices, or an output of another size, is refused.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -37,9 +39,15 @@ TEST_P(StorageSlices, ExpertRangesLoadExactlyWhatTheWholeLoadWrites) {
         EXPECT_EQ(slices, spec.shape[0]) << spec.name;
         std::vector<uint8_t> whole(spec.bytes(), 0xAB), pieces(spec.bytes(), 0xCD);
         load_storage(spec, lookup, whole);
+        const uint64_t slice = spec.bytes() / static_cast<uint64_t>(slices);
         for (int64_t first = 0; first < slices;) {
           const int64_t count = std::min<int64_t>(slices - first, 1 + static_cast<int64_t>(rng() % 3));
           load_storage_slices(spec, lookup, pieces, first, count);
+          // The same slices on their own (slice `first` at byte 0), into a dirty buffer.
+          std::vector<uint8_t> alone(slice * static_cast<uint64_t>(count), 0xEF);
+          load_storage_slices_into(spec, lookup, alone, first, count);
+          EXPECT_TRUE(std::equal(alone.begin(), alone.end(), whole.begin() + static_cast<std::ptrdiff_t>(slice * first)))
+              << spec.name << " tp " << tp << " slices [" << first << ", " << first + count << ")";
           first += count;
         }
         EXPECT_EQ(pieces, whole) << spec.name << " tp " << tp;
@@ -76,6 +84,11 @@ TEST(StorageSlicesOther, TransformedDenseStoragesAreOneSliceAndBadRangesAreRefus
     EXPECT_EQ(test::error_text([&] { load_storage_slices(spec, lookup, out, spec.shape[0] - 1, 2); }),
               fmt::format("storage '{}': slices [{}, {}) outside its {} independent slices", spec.name,
                           spec.shape[0] - 1, spec.shape[0] + 1, spec.shape[0]));
+    const uint64_t slice = spec.bytes() / static_cast<uint64_t>(spec.shape[0]);
+    std::vector<uint8_t> short_out(2 * slice - 1);
+    EXPECT_EQ(test::error_text([&] { load_storage_slices_into(spec, lookup, short_out, 0, 2); }),
+              fmt::format("storage '{}': output buffer has {} bytes, slices [0, 2) need {}", spec.name,
+                          2 * slice - 1, 2 * slice));
     return;
   }
   ADD_FAILURE() << "glm-tiny-fp8 has no stacked-expert storage";

@@ -114,11 +114,11 @@ TEST(DeltaRecorder, RangesThatSplitWordsRecordEachChangedWordOnce) {
   EXPECT_EQ(entries, (std::vector<uint64_t>{pack_entry(1, w1), pack_entry(4, w4), pack_entry(24, w24)}));
 }
 
-/// Every range of every storage (random_ranges) in a shuffled order, dealt round-robin to four threads: range k is
-/// rebuilt in place and compared (snapshot before, compare after) when k % every == compared, written with copy()
-/// otherwise. Returns once every write is done.
+/// Every range of every storage (random_ranges) in a shuffled order, dealt round-robin to four threads and written
+/// with copy(): range k from a piece built in a scratch buffer first (as the loader builds a transformed storage)
+/// when k % every == built, straight from the target otherwise. Returns once every write is done.
 void write_on_four_threads(DeltaRecorder& recorder, std::vector<Case>& cases, const std::vector<size_t>& sizes,
-                           std::mt19937_64& rng, size_t every, size_t compared) {
+                           std::mt19937_64& rng, size_t every, size_t built) {
   std::vector<std::tuple<size_t, uint64_t, uint64_t>> work;
   for (size_t i = 0; i < cases.size(); ++i) {
     for (const auto& [at, n] : random_ranges(sizes[i], rng)) work.emplace_back(i, at, n);
@@ -130,12 +130,11 @@ void write_on_four_threads(DeltaRecorder& recorder, std::vector<Case>& cases, co
       for (size_t k = t; k < work.size(); k += 4) {
         const auto [i, at, n] = work[k];
         const auto target = std::span<const uint8_t>(cases[i].target).subspan(at, n);
-        if (k % every != compared) {
+        if (k % every != built) {
           recorder.copy(i, at, target);
         } else {
-          const auto before = recorder.snapshot(i, at, n);
-          std::memcpy(cases[i].image.data() + at, target.data(), n);
-          recorder.compare(i, at, before);
+          const Bytes scratch(target.begin(), target.end());
+          recorder.copy(i, at, scratch);
         }
       }
     });
@@ -159,7 +158,7 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
       storages.push_back(DeltaStorage{cases[i].image, static_cast<int>(i % 2), 0x10000 * (i + 1)});
     }
     recorder.begin(storages);
-    // Half the ranges written with copy(), half rebuilt in place and compared.
+    // Half the ranges written from the target, half from a scratch copy.
     write_on_four_threads(recorder, cases, sizes, rng, 2, 1);
     const std::vector<DeltaChanges> changes = recorder.finish();
     std::vector<bool> include(cases.size());
@@ -242,17 +241,10 @@ TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsDigestedFromItsNewBytes) {
   for (uint64_t at = 0; at < 32768; at += 256) recorder.copy(0, at, std::span<const uint8_t>(all.target).subspan(at, 256));
   for (uint64_t at = 0; at + 256 <= n; at += 256) recorder.copy(1, at, std::span<const uint8_t>(late.target).subspan(at, 256));
   recorder.copy(1, n - n % 256, std::span<const uint8_t>(late.target).subspan(n - n % 256));
-  // The rest of `all`: copies and in-place rebuilds that split 64-bit words between them.
+  // The rest of `all`: 301-byte ranges that split 64-bit words between them.
   for (uint64_t at = 32768; at < n;) {
     const uint64_t len = std::min<uint64_t>(n - at, 301);
-    const auto target = std::span<const uint8_t>(all.target).subspan(at, len);
-    if ((at / 301) % 2 == 0) {
-      recorder.copy(0, at, target);
-    } else {
-      const auto before = recorder.snapshot(0, at, len);
-      std::memcpy(all.image.data() + at, target.data(), len);
-      recorder.compare(0, at, before);
-    }
+    recorder.copy(0, at, std::span<const uint8_t>(all.target).subspan(at, len));
     at += len;
   }
   const std::vector<DeltaChanges> changes = recorder.finish(3);
@@ -289,7 +281,7 @@ TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsHaveExactDiges
   std::vector<DeltaStorage> storages;
   for (size_t i = 0; i < cases.size(); ++i) storages.push_back(DeltaStorage{cases[i].image, 0, 0x100000 * (i + 1)});
   recorder.begin(storages);
-  // Two ranges in three written with copy(), the third rebuilt in place and compared.
+  // Two ranges in three written from the target, the third from a scratch copy.
   write_on_four_threads(recorder, cases, sizes, rng, 3, 0);
   const std::vector<DeltaChanges> changes = recorder.finish(4);
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -349,7 +341,7 @@ TEST(DeltaRecorder, RangesBeyondAStorageAreRefused) {
   recorder.begin({DeltaStorage{image, 0, 0}});
   test::expect_error([&] { recorder.copy(0, 12, src); }, ErrorKind::Mismatch,
                      {"delta recorder: bytes [12, 20) of storage 0 beyond its 16 bytes"});
-  test::expect_error([&] { recorder.compare(1, 0, src); }, ErrorKind::Mismatch, {"delta recorder: storage 1 of 1"});
+  test::expect_error([&] { recorder.copy(1, 0, src); }, ErrorKind::Mismatch, {"delta recorder: storage 1 of 1"});
   test::expect_error([&] { recorder.begin({DeltaStorage{image, 1, 0}}); }, ErrorKind::Mismatch,
                      {"delta recorder: staging group 1 of 1"});
   recorder.begin({DeltaStorage{image, 0, 0}});
