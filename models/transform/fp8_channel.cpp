@@ -234,6 +234,44 @@ void fp8_channel_weight_band(std::string_view storage, const Shape& gathered, co
   weight_band(gathered, runtime, expert, n0, n1, rows.data(), out.data());
 }
 
+void fp8_channel_weight_rows(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
+                             int64_t k0, int64_t k1, std::span<const uint8_t* const> rows, std::span<uint8_t> out) {
+  TransformIo io;
+  io.storage = storage;
+  io.dtype = DType::F8_E4M3;
+  io.gathered_shape = gathered;
+  io.runtime_shape = runtime;
+  check_weight_shapes(io);
+  const size_t rank = gathered.size();
+  const int64_t experts = rank == 3 ? gathered[0] : 1;
+  const int64_t n = gathered[rank - 2], k = gathered[rank - 1];
+  const int64_t kp = runtime[rank - 2], np = runtime[rank - 1];
+  if (expert < 0 || expert >= experts || k0 < 0 || k0 >= k1 || k1 > kp || rows.size() != static_cast<size_t>(n))
+    transform_mismatch(io, kFp8ChannelWeight,
+                       fmt::format("output rows [{}, {}) of expert {} with {} row pointers outside {}", k0, k1, expert,
+                                   rows.size(), shape_string(runtime)));
+  if (out.size() != static_cast<size_t>((k1 - k0) * np))
+    transform_mismatch(io, kFp8ChannelWeight,
+                       fmt::format("output of {} bytes for {} rows of {} bytes", out.size(), k1 - k0, np));
+  // Output row kk - k0 of the piece is runtime row kk: the tiles read bytes [k0, kr) of each gathered row.
+  const int64_t kr = std::min(k1, k);
+  const uint8_t* shifted[kTile];
+  for (int64_t t0 = 0; t0 < n && k0 < kr; t0 += kTile) {
+    const int64_t t1 = std::min(n, t0 + kTile);
+    for (int64_t i = t0; i < t1; ++i) shifted[i - t0] = rows[static_cast<size_t>(i)] + k0;
+    for (int64_t kk = 0; kk < kr - k0; kk += kTile)
+      transpose_tile(shifted, t0, out.data(), np, t0, t1, kk, std::min(kr - k0, kk + kTile));
+  }
+  for (int64_t kk = k0; kk < k1; ++kk) {
+    uint8_t* row = out.data() + (kk - k0) * np;
+    if (kk >= k) {
+      std::memset(row, 0, static_cast<size_t>(np));
+    } else if (np > n) {
+      std::memset(row + n, 0, static_cast<size_t>(np - n));
+    }
+  }
+}
+
 void fp8_channel_scale_transform(const TransformIo& io) {
   const size_t rank = io.gathered_shape.size();
   if ((rank != 2 && rank != 3) || io.gathered_shape.back() != 1)

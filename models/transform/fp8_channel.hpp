@@ -48,4 +48,16 @@ void fp8_channel_scale_transform(const TransformIo& io);
 void fp8_channel_weight_band(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
                              int64_t n0, int64_t n1, std::span<const uint8_t* const> rows, std::span<uint8_t> out);
 
+/// Output rows [k0, k1) of expert `expert` (0 for a 2-D weight) of kFp8ChannelWeight: the runtime bytes
+/// [(expert * Kp + k0) * Np, (expert * Kp + k1) * Np), which are contiguous, written into `out` ((k1 - k0) * Np
+/// bytes), read in place from `rows` (`rows[i]` points at the K bytes of gathered row i of that expert, i in
+/// [0, N)); padding rows K..Kp and padding columns N..Np are zero. Regular (cached) stores: the piece is meant to be
+/// read back at once (device-delta's recorder compares it with the live bytes), so callers keep it within a core's
+/// L2; 64 rows at a time use each canonical cache line whole. Row bands that partition [0, Kp) of every expert
+/// together give exactly fp8_channel_weight_transform's output. Throws Error(Mismatch) naming `storage` for shapes
+/// fp8_channel_weight_transform refuses, an expert outside [0, E), a band outside [0, Kp), rows.size() != N, or an
+/// out of the wrong size.
+void fp8_channel_weight_rows(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
+                             int64_t k0, int64_t k1, std::span<const uint8_t* const> rows, std::span<uint8_t> out);
+
 }  // namespace wsb

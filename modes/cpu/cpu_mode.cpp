@@ -61,10 +61,14 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
   // weight write disjoint bytes, and the canonical image is only read. Storages are split into items of about
   // kPieceBytes, so no storage (they grow with the expert count) leaves one thread working while the rest wait.
   constexpr uint64_t kPieceBytes = 4ull << 20;
+  // device-delta builds an FP8 weight 64 runtime rows at a time: each read canonical line is used whole, and the
+  // piece (64 x Np bytes, under 1 MiB for every profile's shapes) is still in L2 when the recorder compares it.
+  constexpr int64_t kRowPiece = 64;
   struct Item {
     size_t rank, storage, flat;
     int64_t first, count;  ///< leading-dim slices; or, for a band, the expert and 1
-    int64_t n0 = 0, n1 = 0;  ///< FP8 weight band: gathered rows [n0, n1) of expert `first`
+    int64_t n0 = 0, n1 = 0;  ///< FP8 weight band (full copy): gathered rows [n0, n1) of expert `first`, strided
+    int64_t k0 = 0, k1 = 0;  ///< FP8 weight rows (device-delta): runtime rows [k0, k1) of expert `first`, contiguous
     uint64_t bytes;
   };
   std::vector<Item> items;
@@ -76,17 +80,28 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
       const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
       built += spec.bytes();
       const size_t rank = spec.gathered_shape.size();
-      // device-delta writes each item through its recorder as one range: a band is strided, so it is built by
-      // whole experts then (build_slices).
-      if (recorder == nullptr && spec.transform == kFp8ChannelWeight && (rank == 2 || rank == 3) && spec.shape.size() == rank) {
-        // Transposed band by band straight from the canonical rows: no gathered copy, and a 2-D weight splits too.
+      if (spec.transform == kFp8ChannelWeight && (rank == 2 || rank == 3) && spec.shape.size() == rank) {
+        // Transposed straight from the canonical rows: no gathered copy, and a 2-D weight splits too.
         const int64_t experts = rank == 3 ? spec.gathered_shape[0] : 1;
         const int64_t n = spec.gathered_shape[rank - 2], k = std::max<int64_t>(1, spec.gathered_shape[rank - 1]);
-        const int64_t band = std::max<int64_t>(64, static_cast<int64_t>(kPieceBytes) / k / 64 * 64);
-        for (int64_t e = 0; e < experts; ++e) {
-          for (int64_t n0 = 0; n0 < n; n0 += band) {
-            const int64_t n1 = std::min(n, n0 + band);
-            items.push_back(Item{r, s, flat, e, 1, n0, n1, static_cast<uint64_t>((n1 - n0) * k)});
+        if (recorder == nullptr) {
+          // Bands of gathered rows, written with streamed stores straight into the image (strided there).
+          const int64_t band = std::max<int64_t>(64, static_cast<int64_t>(kPieceBytes) / k / 64 * 64);
+          for (int64_t e = 0; e < experts; ++e) {
+            for (int64_t n0 = 0; n0 < n; n0 += band) {
+              const int64_t n1 = std::min(n, n0 + band);
+              items.push_back(Item{r, s, flat, e, 1, n0, n1, 0, 0, static_cast<uint64_t>((n1 - n0) * k)});
+            }
+          }
+        } else {
+          // The recorder takes contiguous ranges: bands of runtime rows, each built piece by piece in cache.
+          const int64_t kp = spec.shape[rank - 2], np = std::max<int64_t>(1, spec.shape[rank - 1]);
+          const int64_t band = std::max<int64_t>(kRowPiece, static_cast<int64_t>(kPieceBytes) / np / kRowPiece * kRowPiece);
+          for (int64_t e = 0; e < experts; ++e) {
+            for (int64_t k0 = 0; k0 < kp; k0 += band) {
+              const int64_t k1 = std::min(kp, k0 + band);
+              items.push_back(Item{r, s, flat, e, 1, 0, 0, k0, k1, static_cast<uint64_t>((k1 - k0) * np)});
+            }
           }
         }
         continue;
@@ -96,7 +111,7 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
       const int64_t per = slices == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / std::max<uint64_t>(slice_bytes, 1)));
       for (int64_t first = 0; first < slices; first += per) {
         const int64_t count = std::min(per, slices - first);
-        items.push_back(Item{r, s, flat, first, count, 0, 0, slice_bytes * static_cast<uint64_t>(count)});
+        items.push_back(Item{r, s, flat, first, count, 0, 0, 0, 0, slice_bytes * static_cast<uint64_t>(count)});
       }
     }
   }
@@ -127,39 +142,29 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
         // differ: every change is found, whatever the transform does with the canonical bytes, and the image is
         // read once and written only where it changes.
         ScratchBytes& built_bytes = build_scratch_[worker];
+        if (it.k1 > it.k0) {
+          const size_t rank = spec.shape.size();
+          const int64_t n = spec.gathered_shape[rank - 2], kp = spec.shape[rank - 2], np = spec.shape[rank - 1];
+          std::vector<const uint8_t*>& rows = row_scratch_[worker];
+          rows.resize(static_cast<size_t>(n));
+          storage_rows(spec, lookup, it.first * n, rows);
+          built_bytes.reserve(static_cast<uint64_t>(kRowPiece * np));
+          for (int64_t k0 = it.k0; k0 < it.k1; k0 += kRowPiece) {
+            const int64_t k1 = std::min(it.k1, k0 + kRowPiece);
+            const std::span<uint8_t> piece(built_bytes.data(), static_cast<size_t>((k1 - k0) * np));
+            fp8_channel_weight_rows(spec.name, spec.gathered_shape, spec.shape, it.first, k0, k1, rows, piece);
+            recorder->copy(it.flat, static_cast<uint64_t>((it.first * kp + k0) * np), piece);
+          }
+          return;
+        }
         built_bytes.reserve(it.bytes);
         const std::span<uint8_t> out(built_bytes.data(), it.bytes);
-        build_slices(spec, lookup, it.first, it.count, out, worker);
+        load_storage_slices_into(spec, lookup, out, it.first, it.count, &transform_scratch_[worker]);
         const uint64_t offset = spec.bytes() / static_cast<uint64_t>(storage_slices(spec)) *
                                 static_cast<uint64_t>(it.first);
         recorder->copy(it.flat, offset, out);
       });
   phase.add_bytes(built);
-}
-
-void CpuMode::build_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& lookup, int64_t first,
-                           int64_t count, std::span<uint8_t> out, size_t worker) {
-  const size_t rank = spec.gathered_shape.size();
-  const int64_t slices = storage_slices(spec);
-  // An FP8 weight whose slices are its experts (or a 2-D one, a single slice) is transposed expert by expert
-  // straight from the canonical rows, as the bands do: no gathered copy.
-  const bool by_rows = spec.transform == kFp8ChannelWeight && spec.shape.size() == rank &&
-                       (rank == 2 || (rank == 3 && slices == spec.gathered_shape[0]));
-  if (!by_rows) {
-    load_storage_slices_into(spec, lookup, out, first, count, &transform_scratch_[worker]);
-    return;
-  }
-  Shape gathered = spec.gathered_shape, runtime = spec.shape;
-  if (rank == 3) gathered[0] = runtime[0] = 1;
-  const int64_t n = gathered[rank - 2];
-  const uint64_t slice = out.size() / static_cast<uint64_t>(count);
-  std::vector<const uint8_t*>& rows = row_scratch_[worker];
-  rows.resize(static_cast<size_t>(n));
-  for (int64_t e = first; e < first + count; ++e) {
-    storage_rows(spec, lookup, e * n, rows);
-    fp8_channel_weight_band(spec.name, gathered, runtime, 0, 0, n, rows,
-                            out.subspan(slice * static_cast<uint64_t>(e - first), slice));
-  }
 }
 
 void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {

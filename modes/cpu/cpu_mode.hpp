@@ -36,12 +36,9 @@ class CpuMode final : public SyncMode {
 
  private:
   /// Runs every storage of `placed` (flat index over ranks) not already written by the fold through the ordinary
-  /// loader into the rank images; through `recorder` (snapshot, build, compare) when it is not null.
+  /// loader into the rank images; when `recorder` is not null, each piece is built in scratch and written through
+  /// it (DeltaRecorder::copy compares it with the live bytes it replaces).
   void build_rank_images(PhaseLog& log, const std::vector<bool>& placed, DeltaRecorder* recorder);
-  /// Builds slices [first, first + count) of `spec` into `out` (their bytes only, slice `first` at byte 0) with
-  /// worker `worker`'s scratch. Throws what load_storage_slices_into and fp8_channel_weight_band throw.
-  void build_slices(const RuntimeStorageSpec& spec, const CanonicalLookup& lookup, int64_t first, int64_t count,
-                    std::span<uint8_t> out, size_t worker);
   /// Plain-gather storages of the rank images, by canonical tensor: where the fold places each final chunk. Sets
   /// `placed` for the storages it covers.
   struct Placement {
@@ -62,7 +59,7 @@ class CpuMode final : public SyncMode {
   /// FP8 weight band (no fresh allocation, so no page faults, per storage).
   std::vector<ScratchBytes> transform_scratch_;
   std::vector<std::vector<const uint8_t*>> row_scratch_;
-  /// device-delta: per worker, the bytes of the item being built, before the recorder writes them into the image.
+  /// device-delta: per worker, the bytes of the piece being built, before the recorder writes them into the image.
   std::vector<ScratchBytes> build_scratch_;
 };
 

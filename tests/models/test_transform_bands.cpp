@@ -1,5 +1,6 @@
 // Transforms without a gathered copy: FP8 weight bands (any partition of the rows of every expert, reading rows in
-// place, writes exactly what the whole transform writes, padding included, into a dirty buffer), storage_rows
+// place, writes exactly what the whole transform writes, padding included, into a dirty buffer), output row bands
+// (contiguous pieces that concatenate to the whole transform), storage_rows
 // (pointers to the gathered rows where they lie in the canonical tensors, for every FP8 weight storage of the GLM
 // tiny preset at TP 1/2/4), and which transforms are the identity for their shapes (what the fold may place).
 #include <gtest/gtest.h>
@@ -113,6 +114,59 @@ TEST(Fp8WeightBands, RefuseBandsOutsideTheWeight) {
   std::vector<uint8_t> small(10);
   EXPECT_EQ(error_message([&] { fp8_channel_weight_band("w", g, r, 0, 0, 4, rows, small); }, ErrorKind::Mismatch),
             "storage 'w': transform 'fp8_channel_weight': output of 10 bytes for runtime [2, 32, 32]");
+}
+
+// Output row bands (device-delta builds each piece apart and compares it with the live bytes): any partition of
+// [0, Kp) of every expert, each band written into its own dirty buffer, concatenates to exactly the whole
+// transform, padding rows and columns included.
+TEST(Fp8WeightRows, AnyPartitionOfTheOutputRowsConcatenatesToTheWholeTransform) {
+  std::mt19937 rng(7);
+  for (const Shape& g : {Shape{70, 75}, Shape{3, 20, 24}, Shape{2, 130, 64}, Shape{16, 32}, Shape{200, 150}}) {
+    std::vector<uint8_t> in(shape_numel(g));
+    for (auto& b : in) b = static_cast<uint8_t>(1 + rng() % 255);
+    const Shape r = fp8_channel_weight_shape(g);
+    const std::vector<uint8_t> want = whole_transform(g, in);
+    const size_t rank = g.size();
+    const int64_t experts = rank == 3 ? g[0] : 1, n = g[rank - 2], k = g[rank - 1];
+    const int64_t kp = r[rank - 2], np = r[rank - 1];
+    for (int64_t band : {int64_t{1}, int64_t{5}, int64_t{16}, int64_t{64}, kp}) {
+      std::vector<uint8_t> out;
+      for (int64_t e = 0; e < experts; ++e) {
+        std::vector<std::vector<uint8_t>> copies;
+        std::vector<const uint8_t*> rows;
+        for (int64_t row = 0; row < n; ++row) {
+          copies.emplace_back(in.begin() + (e * n + row) * k, in.begin() + (e * n + row + 1) * k);
+        }
+        for (const auto& c : copies) rows.push_back(c.data());
+        for (int64_t k0 = 0; k0 < kp; k0 += band) {
+          const int64_t k1 = std::min(kp, k0 + band);
+          std::vector<uint8_t> piece(static_cast<size_t>((k1 - k0) * np), 0xCC);
+          fp8_channel_weight_rows("w", g, r, e, k0, k1, rows, piece);
+          out.insert(out.end(), piece.begin(), piece.end());
+        }
+      }
+      EXPECT_EQ(out, want) << shape_string(g) << " band " << band;
+    }
+  }
+}
+
+TEST(Fp8WeightRows, RefuseBandsOutsideTheWeight) {
+  const Shape g{2, 20, 24}, r = fp8_channel_weight_shape(g);  // runtime [2, 32, 32]
+  std::vector<uint8_t> out(4 * 32);
+  std::vector<const uint8_t*> rows(20, out.data());
+  EXPECT_EQ(error_message([&] { fp8_channel_weight_rows("w", g, r, 2, 0, 4, rows, out); }, ErrorKind::Mismatch),
+            "storage 'w': transform 'fp8_channel_weight': output rows [0, 4) of expert 2 with 20 row pointers "
+            "outside [2, 32, 32]");
+  EXPECT_EQ(error_message([&] { fp8_channel_weight_rows("w", g, r, 0, 30, 34, rows, out); }, ErrorKind::Mismatch),
+            "storage 'w': transform 'fp8_channel_weight': output rows [30, 34) of expert 0 with 20 row pointers "
+            "outside [2, 32, 32]");
+  std::vector<const uint8_t*> few(19, out.data());
+  EXPECT_EQ(error_message([&] { fp8_channel_weight_rows("w", g, r, 0, 0, 4, few, out); }, ErrorKind::Mismatch),
+            "storage 'w': transform 'fp8_channel_weight': output rows [0, 4) of expert 0 with 19 row pointers "
+            "outside [2, 32, 32]");
+  std::vector<uint8_t> small(10);
+  EXPECT_EQ(error_message([&] { fp8_channel_weight_rows("w", g, r, 0, 0, 4, rows, small); }, ErrorKind::Mismatch),
+            "storage 'w': transform 'fp8_channel_weight': output of 10 bytes for 4 rows of 32 bytes");
 }
 
 TEST(StorageRows, PointAtEachGatheredRowInItsCanonicalTensor) {
