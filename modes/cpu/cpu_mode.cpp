@@ -230,6 +230,7 @@ void CpuMode::commit(StorageTarget& storages, PhaseLog& log) {
 std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t bytes) {
   RankImage& image = images_.at(static_cast<size_t>(rank));
   auto span = image.storage(index);
+  if (delta_) delta_->before_native_load();  // its background digests read the images
   // device-delta needs the images to hold the live bytes after the load, pinned or not.
   if (span.size() != bytes || !(image.pinned() || device_delta())) return {};
   ++native_staged_;

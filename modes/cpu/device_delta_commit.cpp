@@ -50,6 +50,7 @@ DeviceDeltaCommit::DeviceDeltaCommit(const SyncContext& context, std::vector<Ran
 
 DeviceDeltaCommit::~DeviceDeltaCommit() {
   if (live_check_.valid()) live_check_.wait();
+  if (dense_sums_.valid()) dense_sums_.wait();  // it reads the images
 }
 
 std::vector<uint64_t> DeviceDeltaCommit::image_sums(PhaseLog& log, const char* phase) const {
@@ -87,7 +88,24 @@ std::vector<uint64_t> DeviceDeltaCommit::image_sums(const std::vector<size_t>& f
   return out;
 }
 
+double DeviceDeltaCommit::settle_dense_sums() {
+  double waited = 0;
+  if (dense_sums_.valid()) {
+    const double start = steady_seconds();
+    const std::vector<uint64_t> sums = dense_sums_.get();
+    waited = steady_seconds() - start;
+    for (size_t k = 0; k < dense_pending_.size(); ++k) sums_[dense_pending_[k]] = sums[k];
+  } else if (!dense_pending_.empty()) {
+    sums_known_ = false;  // recorded, never committed: those digests were never taken
+  }
+  dense_pending_.clear();
+  return waited;
+}
+
+void DeviceDeltaCommit::before_native_load() { settle_dense_sums(); }
+
 void DeviceDeltaCommit::on_native_load(bool images_hold_live, PhaseLog& log) {
+  settle_dense_sums();
   staged_.clear();
   packs_staged_ = false;
   live_known_ = images_hold_live;
@@ -97,8 +115,11 @@ void DeviceDeltaCommit::on_native_load(bool images_hold_live, PhaseLog& log) {
   sums_known_ = true;
 }
 
-DeltaRecorder* DeviceDeltaCommit::begin_writes(PhaseLog&) {
+DeltaRecorder* DeviceDeltaCommit::begin_writes(PhaseLog& log) {
   if (live_check_.valid()) live_check_.wait();  // a failed prepare's check, still running
+  const bool had_dense = dense_sums_.valid();
+  const double waited = settle_dense_sums();
+  if (had_dense) log.add(PhaseRecord{"prepare.delta_digest_wait", waited, 0, Floor::None});
   live_check_ = {};
   staged_.clear();
   packs_staged_ = false;
@@ -144,13 +165,18 @@ void DeviceDeltaCommit::finish_writes(PhaseLog& log) {
   uint64_t pack_bytes_total = 0;
   {
     ScopedPhase phase(log, "prepare.delta_pack", Floor::HostMemcpy);
-    changes = recorder_->finish(context_.threads);
+    changes = recorder_->finish();
     std::vector<size_t> uncovered;
     for (size_t i = 0; i < n; ++i) {
-      sums_[i] = changes[i].new_sum(base_sums_[i]);
       // A storage some write reached without the recorder: its changes are unknown, so it is copied in full, and
-      // its digest is taken from the image.
-      if (changes[i].covered_bytes != bytes_[i]) uncovered.push_back(i);
+      // its digest is taken from the image. A dense one is copied in full too; its digest is taken after the commit.
+      if (changes[i].covered_bytes != bytes_[i]) {
+        uncovered.push_back(i);
+      } else if (changes[i].dense) {
+        dense_pending_.push_back(i);
+      } else {
+        sums_[i] = changes[i].new_sum(base_sums_[i]);
+      }
     }
     if (!uncovered.empty()) {
       const std::vector<uint64_t> sums = image_sums(uncovered);
@@ -232,6 +258,10 @@ void DeviceDeltaCommit::commit(StorageTarget& storages, PhaseLog& log) {
   live_known_ = true;
   staged_.clear();
   packs_staged_ = false;
+  if (!dense_pending_.empty()) {
+    // The images are not written again before settle_dense_sums() (the next prepare or native load) collects it.
+    dense_sums_ = std::async(std::launch::async, [this, flats = dense_pending_] { return image_sums(flats); });
+  }
 }
 
 uint64_t DeviceDeltaCommit::host_bytes() const { return recorder_ ? recorder_->held_bytes() : 0; }

@@ -13,9 +13,11 @@
 //
 // Kept digests: digest64 is a sum of per-word terms, so the digest of the bytes a prepare built is the previous
 // one plus, for each changed word, the new word's term minus the old one's: no pass over an image, old or new.
-// A dense storage (copied in full anyway) is digested from its new bytes instead, mostly while the recorder writes
-// them (delta_recorder.hpp). Only when no recording was possible (the images did not hold the live bytes when the prepare began) are they
-// recomputed from the images, so that the next update can stage again.
+// A dense storage (copied in full anyway) is digested from its new bytes instead: from the image, on a background
+// task the commit starts once it has copied them, so the digest costs the update nothing; anything that writes the
+// images again (the next prepare, a native load) waits for it first. Only when no recording was possible (the
+// images did not hold the live bytes when the prepare began) are all digests recomputed from the images, so that
+// the next update can stage again.
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -41,12 +43,15 @@ class DeviceDeltaCommit {
   DeviceDeltaCommit(const SyncContext& context, std::vector<RankImage>& images);
   ~DeviceDeltaCommit();
 
+  /// Before a native load writes the images: waits for the digests of the last commit's dense storages.
+  void before_native_load();
   /// After the native load: `images_hold_live` when it staged every storage in the images (which then hold the live
   /// bytes). Digests the images then (phase "load.delta_digest"), outside any update.
   void on_native_load(bool images_hold_live, PhaseLog& log);
-  /// Called once per prepare, right before the images are first written: starts the live-digest check (on the
-  /// devices, while the fold runs) and returns the recorder every write must go through, or null when this prepare
-  /// cannot record (the images do not hold the live bytes, or no staging area).
+  /// Called once per prepare, right before the images are first written: waits for the last commit's dense digests
+  /// (phase "prepare.delta_digest_wait", when there were any), starts the live-digest check (on the devices, while
+  /// the fold runs) and returns the recorder every write must go through, or null when this prepare cannot record
+  /// (the images do not hold the live bytes, or no staging area).
   DeltaRecorder* begin_writes(PhaseLog& log);
   /// After the images hold the target: packs what the recording found and uploads it (phases
   /// "prepare.delta_verify_live", "prepare.delta_pack", "prepare.delta_upload"), or digests the images
@@ -56,7 +61,8 @@ class DeviceDeltaCommit {
   /// Before the gate closes: drops the staged packs when their staged copies no longer match (that commit copies
   /// everything). Mutates nothing live.
   void preflight();
-  /// The pause: applies the staged packs and copies every storage they do not cover.
+  /// The pause: applies the staged packs and copies every storage they do not cover; then starts digesting the
+  /// dense storages' new bytes from the images, in the background.
   void commit(StorageTarget& storages, PhaseLog& log);
   /// Host memory held (pinned packs, scratch), bytes.
   uint64_t host_bytes() const;
@@ -67,6 +73,9 @@ class DeviceDeltaCommit {
   /// digest64 term sums of every storage of the images (a timed phase), or of the storages `flats`, in parallel.
   std::vector<uint64_t> image_sums(PhaseLog& log, const char* phase) const;
   std::vector<uint64_t> image_sums(const std::vector<size_t>& flats) const;
+  /// Waits for the background digests of dense_pending_ and files them into sums_ (sums_known_ stays as it was:
+  /// false when the commit never ran and they were not started). Returns the seconds waited.
+  double settle_dense_sums();
 
   const SyncContext& context_;
   std::vector<RankImage>& images_;
@@ -80,6 +89,9 @@ class DeviceDeltaCommit {
   bool live_known_ = false;         ///< the live storages hold the images' bytes
   bool recording_ = false;          ///< this prepare writes through the recorder
   std::vector<uint64_t> base_sums_;  ///< sums_ when the recording began (the live bytes')
+  /// Storages the last recording found dense: their sums_ entries come from dense_sums_, started by the commit.
+  std::vector<size_t> dense_pending_;
+  std::future<std::vector<uint64_t>> dense_sums_;
   struct LiveCheck {
     std::vector<uint64_t> digests;
     double seconds = 0;

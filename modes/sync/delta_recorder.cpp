@@ -11,7 +11,6 @@
 #include "core/errors.hpp"
 #include "modes/sync/rank_image.hpp"
 #include "modes/sync/staged_delta.hpp"
-#include "modes/sync/work_queue.hpp"
 
 namespace wsb {
 namespace {
@@ -61,14 +60,6 @@ struct Deferred {
   uint64_t mask = 0;  ///< old ^ new of the bytes one write covered
 };
 
-/// 64-bit words [lo, hi) of storage `flat`.
-struct WordSpan {
-  size_t flat = 0;
-  uint64_t lo = 0, hi = 0;
-};
-
-/// Words digested from a dense storage's final image per work item in finish().
-constexpr uint64_t kSumPieceWords = 512 << 10;
 
 }  // namespace
 
@@ -90,7 +81,6 @@ struct DeltaRecorder::StorageState {
   std::atomic<uint64_t> covered{0};
   std::atomic<uint64_t> found{0};  ///< changed 32-bit words found, staged or not (the dense test counts these)
   std::atomic<bool> dense{false};
-  std::atomic<uint64_t> dense_sum{0};  ///< digest64 terms of the whole words written once it was dense
   uint64_t cap = 0;  ///< most entries before the storage counts as dense
 };
 
@@ -104,26 +94,12 @@ struct DeltaRecorder::ThreadState {
   Segment open;
   bool has_open = false;
   std::vector<Deferred> deferred;
-  std::vector<WordSpan> compared;  ///< words this thread's writes reached while comparing (merged when adjacent)
 
   void reset(size_t groups) {
     blocks.assign(groups, Block{});
     segments.clear();
     has_open = false;
     deferred.clear();
-    compared.clear();
-  }
-  /// Words [lo, hi) of storage `flat` were written word by word (or share bytes with such a write).
-  void add_compared(size_t flat, uint64_t lo, uint64_t hi) {
-    if (!compared.empty()) {
-      WordSpan& last = compared.back();
-      // Consecutive chunks of one tensor reach consecutive words (or share the word between them).
-      if (last.flat == flat && lo >= last.lo && lo <= last.hi) {
-        last.hi = std::max(last.hi, hi);
-        return;
-      }
-    }
-    compared.push_back(WordSpan{flat, lo, hi});
   }
   void close_open() {
     if (has_open && open.count > 0) segments.push_back(open);
@@ -355,7 +331,7 @@ void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> 
   ThreadState& t = thread_state();
   const uint64_t a = offset, b = offset + bytes;
   if (states_[flat].dense.load(std::memory_order_relaxed)) {
-    record_dense(t, flat, a, b, other);
+    record_dense(flat, a, b, other);
     return;
   }
   Writer writer(*this, t, flat);
@@ -387,7 +363,6 @@ void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> 
     ++w;
     if (8 * w >= b) {
       writer.flush();
-      t.add_compared(flat, a / 8, w);
       return;
     }
   }
@@ -419,8 +394,7 @@ void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> 
     if (writer.dense()) {
       // The rest of the range is written as the storage's other writes now are.
       writer.flush();
-      t.add_compared(flat, a / 8, w);
-      if (8 * w < b) record_dense(t, flat, 8 * w, b, other + (8 * w - a));
+      if (8 * w < b) record_dense(flat, 8 * w, b, other + (8 * w - a));
       return;
     }
   }
@@ -430,28 +404,15 @@ void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> 
     else partial(w, 8 * w, b);
   }
   writer.flush();
-  t.add_compared(flat, a / 8, (b + 7) / 8);
 }
 
-void DeltaRecorder::record_dense(ThreadState& t, size_t flat, uint64_t a, uint64_t b, const uint8_t* src) {
-  uint8_t* image = storages_[flat].image.data();
-  const uint64_t n = storages_[flat].image.size();
-  // The words wholly inside the range are digested here, from the source while its bytes are in cache (a copy
-  // streams its stores past the caches: the image is read next by the upload's DMA, not by this core); a word the
-  // range shares with another write is digested from the final image in finish(). The write that ends inside a
-  // shared word names it, whichever way it was written (a comparing write's words include it), so the one that
-  // starts there need not.
-  const uint64_t lo = (a + 7) / 8, hi = b == n ? (n + 7) / 8 : b / 8;
-  if (b % 8 != 0 && b != n) t.add_compared(flat, b / 8, b / 8 + 1);
-  if (hi > lo) {
-    const uint8_t* words = src + (8 * lo - a);
-    const uint64_t sum = digest64_sum({words, std::min(8 * hi, n) - 8 * lo}, lo);
-    states_[flat].dense_sum.fetch_add(sum, std::memory_order_relaxed);
-  }
-  copy_streaming(image + a, src, b - a, kDenseStreamingMinBytes);
+void DeltaRecorder::record_dense(size_t flat, uint64_t a, uint64_t b, const uint8_t* src) {
+  // The storage is copied in full and digested from its new bytes after the commit (DeltaChanges::dense): its
+  // writes are plain copies, streamed past the caches (the image is read next by the upload's DMA, not by this core).
+  copy_streaming(storages_[flat].image.data() + a, src, b - a, kDenseStreamingMinBytes);
 }
 
-std::vector<DeltaChanges> DeltaRecorder::finish(int threads) {
+std::vector<DeltaChanges> DeltaRecorder::finish() {
   std::lock_guard lock(mu_);
   ThreadState& fin = *finisher_;
   fin.reset(groups_.size());
@@ -474,7 +435,6 @@ std::vector<DeltaChanges> DeltaRecorder::finish(int threads) {
     }
     writer.flush();
   }
-  sum_dense(threads);
   std::vector<ThreadState*> all{&fin};
   for (const auto& [tid, s] : active_) all.push_back(s);
   for (ThreadState* s : all) s->close_open();
@@ -502,40 +462,9 @@ std::vector<DeltaChanges> DeltaRecorder::finish(int threads) {
     out[i].entries = st.entries.load();
     out[i].covered_bytes = st.covered.load();
     out[i].incomplete = storages_[i].group < 0 || st.dense.load() || groups_[storages_[i].group]->overflow.load();
-    out[i].summed = st.dense.load();
-    out[i].sum = out[i].summed ? st.dense_sum.load() : 0;
+    out[i].dense = st.dense.load();
   }
   return out;
-}
-
-void DeltaRecorder::sum_dense(int threads) {
-  // A dense storage's words are digested once each: those its dense writes covered whole already were; the rest
-  // (every word a comparing write reached, and the words dense writes shared) come from the final image here.
-  std::vector<WordSpan> spans;
-  for (const auto& [tid, s] : active_) {
-    for (const WordSpan& span : s->compared) {
-      if (states_[span.flat].dense.load(std::memory_order_relaxed)) spans.push_back(span);
-    }
-  }
-  std::sort(spans.begin(), spans.end(),
-            [](const WordSpan& x, const WordSpan& y) { return x.flat != y.flat ? x.flat < y.flat : x.lo < y.lo; });
-  std::vector<WordSpan> pieces;  // the union of the spans, cut into pieces of at most kSumPieceWords
-  for (size_t i = 0; i < spans.size();) {
-    WordSpan u = spans[i];
-    for (++i; i < spans.size() && spans[i].flat == u.flat && spans[i].lo <= u.hi; ++i) u.hi = std::max(u.hi, spans[i].hi);
-    for (uint64_t lo = u.lo; lo < u.hi; lo += kSumPieceWords) {
-      pieces.push_back(WordSpan{u.flat, lo, std::min(u.hi, lo + kSumPieceWords)});
-    }
-  }
-  run_largest_first(
-      pieces.size(), threads, [&](size_t k) { return pieces[k].hi - pieces[k].lo; },
-      [&](size_t k) {
-        const WordSpan& p = pieces[k];
-        const std::span<const uint8_t> image = storages_[p.flat].image;
-        const uint64_t end = std::min<uint64_t>(8 * p.hi, image.size());
-        states_[p.flat].dense_sum.fetch_add(digest64_sum(image.subspan(8 * p.lo, end - 8 * p.lo), p.lo),
-                                            std::memory_order_relaxed);
-      });
 }
 
 std::optional<RecordedPack> DeltaRecorder::pack(int g, const std::vector<bool>& include) {

@@ -14,10 +14,9 @@
 //
 // A storage turns dense once its changed 32-bit words pass kDenseLimit of its bytes (staged_delta.hpp), or at its
 // first change when it can never be staged (not word-addressable, or its area's pack ran out of room): it will be
-// copied in full, so from then on its writes are plain copies, no word is compared, and its digest comes from its
-// new bytes instead of a change (the words a dense write covers whole are digested as it writes them, while they
-// are in cache; the words written before, and those a dense write shares with another, from the final image in
-// finish(), on several threads). Either way the digest is of every final byte, exactly.
+// copied in full, so from then on its writes are plain copies, no word is compared, and its digest is left to the
+// caller, to take from its new bytes (DeviceDeltaCommit does so after the commit, off the update's critical path:
+// digesting every word as it is written ran the dense copy at a third of a plain copy's speed).
 //
 // A 64-bit digest word or a 32-bit pack word that two writes share (a range that starts or ends inside it, each
 // possibly on its own thread) is deferred: each write records its own bytes' xor, and finish() resolves the word
@@ -54,13 +53,13 @@ struct DeltaChanges {
   /// Its entries do not record every change (not word-addressable, past kDenseLimit, or its pack ran out of room):
   /// a changed storage that is incomplete must be copied in full.
   bool incomplete = false;
-  /// A dense storage: its writes stopped comparing words, so digest_delta is partial and `sum` holds the digest64
-  /// term sum of its new bytes instead (digested from them, exactly; its entries are incomplete too).
-  bool summed = false;
-  uint64_t sum = 0;
+  /// A dense storage: its writes stopped comparing words part way, so digest_delta is partial and its digest must be
+  /// taken from its new bytes (its entries are incomplete too).
+  bool dense = false;
   bool changed() const { return changed_words > 0; }
-  /// digest64 term sum of the storage's bytes after the recording, given `old_sum`, that of the bytes it began with.
-  uint64_t new_sum(uint64_t old_sum) const { return summed ? sum : old_sum + digest_delta; }
+  /// digest64 term sum of the storage's bytes after the recording, given `old_sum`, that of the bytes it began
+  /// with. Only for a storage that is not dense.
+  uint64_t new_sum(uint64_t old_sum) const { return old_sum + digest_delta; }
 };
 
 /// A finished pack (staged_delta.hpp layout) in the recorder's pinned host memory.
@@ -89,9 +88,9 @@ class DeltaRecorder {
   /// the range exceeds the storage or `flat` is not one.
   void copy(size_t flat, uint64_t offset, std::span<const uint8_t> src);
 
-  /// Ends the recording once every write is done: resolves the shared words, digests what dense storages still
-  /// need from their final bytes (on `threads` threads), and returns one result per storage.
-  std::vector<DeltaChanges> finish(int threads = 1);
+  /// Ends the recording once every write is done: resolves the words two writes shared and returns one result per
+  /// storage.
+  std::vector<DeltaChanges> finish();
   /// The pack of group `g` holding the segments of the storages with include[flat] (after finish()); nullopt when
   /// the group ran out of room (the table does not fit, or a block could not be claimed).
   std::optional<RecordedPack> pack(int g, const std::vector<bool>& include);
@@ -105,9 +104,8 @@ class DeltaRecorder {
   struct ThreadState;
   class Writer;
   ThreadState& thread_state();
-  /// Bytes [a, b) of dense storage `flat`: copied from `src` and digested.
-  void record_dense(ThreadState& t, size_t flat, uint64_t a, uint64_t b, const uint8_t* src);
-  void sum_dense(int threads);
+  /// Bytes [a, b) of dense storage `flat`: copied from `src`.
+  void record_dense(size_t flat, uint64_t a, uint64_t b, const uint8_t* src);
 
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<DeltaStorage> storages_;

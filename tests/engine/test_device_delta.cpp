@@ -2,7 +2,8 @@
 // path runs without a GPU): for every tiny preset at TP 2, v0 -> v1 -> v3 commits stage and apply the changed
 // words of the sparse storages and copy only the rest, and every rank's checksums and the probe fingerprint equal a
 // fresh native load; a staged pack corrupted after prepare is dropped before the pause (full copy, still exact); live
-// storages that differ from the live image are never patched; a dense delta copies everything.
+// storages that differ from the live image are never patched; a dense delta copies everything, and the digests of
+// its storages, taken after the commit, let the next update's live check pass.
 #include <gtest/gtest.h>
 
 #include "engine/engine.hpp"
@@ -142,6 +143,17 @@ TEST_P(DeviceDeltaCommit, ADenseDeltaCopiesEverything) {
   }
   EXPECT_EQ(phase_bytes(report.phases, "commit.copy"), expected);
   EXPECT_GT(expected, engine->storage_bytes() * 99 / 100);
+  // The dense storages' digests were taken from their new bytes after that commit, in the background: the next
+  // prepare waits for them once, and the live check, which compares them with the device bytes, passes (it is
+  // only then that the packs are uploaded).
+  const PrepareReport next = engine->prepare(2);
+  int waits = 0, uploads = 0;
+  phase_bytes(next.phases, "prepare.delta_digest_wait", &waits);
+  phase_bytes(next.phases, "prepare.delta_upload", &uploads);
+  EXPECT_EQ(waits, 1);
+  EXPECT_EQ(uploads, 1);
+  engine->commit(2);
+  EXPECT_EQ(served(*engine), native(2));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, DeviceDeltaCommit,

@@ -2,7 +2,7 @@
 // threads the writes come in, the recording finds exactly the changed 32-bit words, keeps the digest64 of the new
 // bytes (old digest plus the recorded term change), and its pack, applied to the old bytes, gives the new ones; a
 // storage that is dense, not word-addressable, or whose pack runs out of room is reported incomplete (copied in
-// full) while its digest stays exact.
+// full), a dense one as dense (its digest left to be taken from its new bytes), every other one's digest exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -165,7 +165,6 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
     for (size_t i = 0; i < cases.size(); ++i) {
       SCOPED_TRACE(i);
       EXPECT_EQ(cases[i].image, cases[i].target);
-      EXPECT_EQ(digest64_close(changes[i].new_sum(digest64_sum(cases[i].live)), sizes[i]), digest64(cases[i].target));
       uint64_t words32 = 0, words64 = 0;
       for (size_t w = 0; 8 * w < sizes[i]; ++w) {
         const size_t k = std::min<size_t>(8, sizes[i] - 8 * w);
@@ -177,16 +176,17 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
       EXPECT_EQ(changes[i].covered_bytes, sizes[i]);
       // Incomplete: not word-addressable (1001 bytes), or more entries than kDenseLimit of the storage's bytes
       // allows (the dense ones, and the tiny ones with any change). Each of them changed, so each turned dense:
-      // its digest is summed from its new bytes, and it stopped counting changed words part way.
+      // its digest is to be taken from its new bytes, and it stopped counting changed words part way.
       const auto cap = static_cast<uint64_t>(kDenseLimit * static_cast<double>(sizes[i]) / 8);
       const bool incomplete = sizes[i] % 4 != 0 || words32 > cap;
       EXPECT_EQ(changes[i].incomplete, incomplete);
-      EXPECT_EQ(changes[i].summed, incomplete);
+      EXPECT_EQ(changes[i].dense, incomplete);
       if (incomplete) {
-        EXPECT_EQ(changes[i].sum, digest64_sum(cases[i].target));
         EXPECT_GE(changes[i].changed_words, 1u);
         EXPECT_LE(changes[i].changed_words, words64);
       } else {
+        EXPECT_EQ(digest64_close(changes[i].new_sum(digest64_sum(cases[i].live)), sizes[i]),
+                  digest64(cases[i].target));
         EXPECT_EQ(changes[i].changed_words, words64);
         EXPECT_EQ(changes[i].entries, words32);
       }
@@ -224,7 +224,7 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
   }
 }
 
-TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsDigestedFromItsNewBytes) {
+TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsCopiedAsItIs) {
   // Two storages of 64 KiB + 4 bytes (a short last 64-bit word; cap: kDenseLimit * 65540 / 8 = 4096 entries).
   // In `all` every byte changes; in `late` only bytes [45568, 65540) do (4993 changed 32-bit words).
   std::mt19937_64 rng(31);
@@ -247,7 +247,7 @@ TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsDigestedFromItsNewBytes) {
     recorder.copy(0, at, std::span<const uint8_t>(all.target).subspan(at, len));
     at += len;
   }
-  const std::vector<DeltaChanges> changes = recorder.finish(3);
+  const std::vector<DeltaChanges> changes = recorder.finish();
   ASSERT_EQ(changes.size(), 2u);
   EXPECT_EQ(all.image, all.target);
   EXPECT_EQ(late.image, late.target);
@@ -258,9 +258,8 @@ TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsDigestedFromItsNewBytes) {
     SCOPED_TRACE(i);
     EXPECT_EQ(changes[i].covered_bytes, n);
     EXPECT_TRUE(changes[i].incomplete);
-    EXPECT_TRUE(changes[i].summed);
-    EXPECT_EQ(changes[i].sum, digest64_sum(c.target));
-    EXPECT_EQ(digest64_close(changes[i].new_sum(digest64_sum(c.live)), n), digest64(c.target));
+    EXPECT_TRUE(changes[i].dense);
+    EXPECT_EQ(c.image, c.target);
   }
   // Their entries stopped part way: they never go in a pack.
   const auto pack = recorder.pack(0, {true, true});
@@ -268,11 +267,12 @@ TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsDigestedFromItsNewBytes) {
   EXPECT_EQ(pack->segments, 0u);
 }
 
-TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsHaveExactDigests) {
+TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsAreExact) {
   std::mt19937_64 rng(41);
   // Every byte changed, a quarter of them (~68% of 32-bit words: dense), and one byte in 64 (~6% of 32-bit words,
-  // entries of ~1/64 of the bytes: below the cap of kDenseLimit / 8 of them). The dense ones must come out exact
-  // whatever order the threads reach them in and wherever the ranges split words; the sparse one stays staged.
+  // entries of ~1/64 of the bytes: below the cap of kDenseLimit / 8 of them). The dense ones' bytes must come out
+  // exact whatever order the threads reach them in and wherever the ranges split words; the sparse one stays
+  // staged, its digest exact.
   const std::vector<size_t> sizes{(1 << 20) + 4, 256 << 10, 192 << 10};
   const std::vector<double> densities{1.0, 0.25, 1.0 / 64};
   std::vector<Case> cases;
@@ -283,17 +283,15 @@ TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsHaveExactDiges
   recorder.begin(storages);
   // Two ranges in three written from the target, the third from a scratch copy.
   write_on_four_threads(recorder, cases, sizes, rng, 3, 0);
-  const std::vector<DeltaChanges> changes = recorder.finish(4);
+  const std::vector<DeltaChanges> changes = recorder.finish();
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_EQ(cases[i].image, cases[i].target);
     EXPECT_EQ(changes[i].covered_bytes, sizes[i]);
-    EXPECT_EQ(changes[i].summed, i < 2);
+    EXPECT_EQ(changes[i].dense, i < 2);
     EXPECT_EQ(changes[i].incomplete, i < 2);
-    EXPECT_EQ(digest64_close(changes[i].new_sum(digest64_sum(cases[i].live)), sizes[i]), digest64(cases[i].target));
   }
-  EXPECT_EQ(changes[0].sum, digest64_sum(cases[0].target));
-  EXPECT_EQ(changes[1].sum, digest64_sum(cases[1].target));
+  EXPECT_EQ(digest64_close(changes[2].new_sum(digest64_sum(cases[2].live)), sizes[2]), digest64(cases[2].target));
 }
 
 TEST(DeltaRecorder, ASegmentHoldsAtMostKSegmentEntries) {
@@ -313,7 +311,7 @@ TEST(DeltaRecorder, ASegmentHoldsAtMostKSegmentEntries) {
   EXPECT_EQ(segments[0].second[0], pack_entry(0, load64(&c.target[0]) & 0xFFFFFFFF));
 }
 
-TEST(DeltaRecorder, APackThatRunsOutOfRoomLeavesItsStoragesIncompleteAndTheirDigestsExact) {
+TEST(DeltaRecorder, APackThatRunsOutOfRoomLeavesItsStoragesIncompleteAndTheOthersDigestsExact) {
   std::mt19937_64 rng(9);
   Case a = make_case(256 << 10, 0.05, rng), b = make_case(4096, 0.05, rng);
   // 4 KiB: the smallest pack; ~20% of the 64 Ki words of `a` change, far more than fit.
@@ -325,11 +323,9 @@ TEST(DeltaRecorder, APackThatRunsOutOfRoomLeavesItsStoragesIncompleteAndTheirDig
   EXPECT_TRUE(changes[0].incomplete);
   EXPECT_FALSE(changes[1].incomplete);
   EXPECT_EQ(a.image, a.target);
-  // Out of room, `a` turned dense: its digest is summed from its new bytes.
-  EXPECT_TRUE(changes[0].summed);
-  EXPECT_EQ(changes[0].sum, digest64_sum(a.target));
-  EXPECT_EQ(digest64_close(changes[0].new_sum(digest64_sum(a.live)), a.live.size()), digest64(a.target));
-  EXPECT_FALSE(changes[1].summed);
+  // Out of room, `a` turned dense: its digest is to be taken from its new bytes.
+  EXPECT_TRUE(changes[0].dense);
+  EXPECT_FALSE(changes[1].dense);
   EXPECT_EQ(digest64_close(changes[1].new_sum(digest64_sum(b.live)), b.live.size()), digest64(b.target));
   EXPECT_FALSE(recorder.pack(0, {true, true}).has_value());
   EXPECT_TRUE(recorder.pack(1, {true, true}).has_value());  // the other area is unaffected
