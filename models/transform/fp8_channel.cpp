@@ -212,14 +212,24 @@ void fp8_channel_weight_transform(const TransformIo& io) {
   }
 }
 
-void fp8_channel_weight_band(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
-                             int64_t n0, int64_t n1, std::span<const uint8_t* const> rows, std::span<uint8_t> out) {
+namespace {
+
+/// The TransformIo of a band or row-band call (no data), its shapes checked as fp8_channel_weight_transform does.
+TransformIo checked_weight_io(std::string_view storage, const Shape& gathered, const Shape& runtime) {
   TransformIo io;
   io.storage = storage;
   io.dtype = DType::F8_E4M3;
   io.gathered_shape = gathered;
   io.runtime_shape = runtime;
   check_weight_shapes(io);
+  return io;
+}
+
+}  // namespace
+
+void fp8_channel_weight_band(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
+                             int64_t n0, int64_t n1, std::span<const uint8_t* const> rows, std::span<uint8_t> out) {
+  const TransformIo io = checked_weight_io(storage, gathered, runtime);
   const size_t rank = gathered.size();
   const int64_t experts = rank == 3 ? gathered[0] : 1;
   const int64_t n = gathered[rank - 2];
@@ -236,12 +246,7 @@ void fp8_channel_weight_band(std::string_view storage, const Shape& gathered, co
 
 void fp8_channel_weight_rows(std::string_view storage, const Shape& gathered, const Shape& runtime, int64_t expert,
                              int64_t k0, int64_t k1, std::span<const uint8_t* const> rows, std::span<uint8_t> out) {
-  TransformIo io;
-  io.storage = storage;
-  io.dtype = DType::F8_E4M3;
-  io.gathered_shape = gathered;
-  io.runtime_shape = runtime;
-  check_weight_shapes(io);
+  const TransformIo io = checked_weight_io(storage, gathered, runtime);
   const size_t rank = gathered.size();
   const int64_t experts = rank == 3 ? gathered[0] : 1;
   const int64_t n = gathered[rank - 2], k = gathered[rank - 1];
