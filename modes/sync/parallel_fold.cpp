@@ -50,6 +50,10 @@ struct TensorState {
   std::atomic<size_t> segments_done{0};
   std::atomic<bool> suspect{false};
   std::atomic<bool> finalized{false};
+  /// Set once a tensor at or below this one's index failed: its error, not this one's, is the one reported, so
+  /// this tensor's remaining segments are skipped. Tensors below the lowest failure keep folding so that a lower
+  /// failure still surfaces however the workers were scheduled.
+  std::atomic<bool> stop{false};
   bool verified = false;
 };
 
@@ -86,9 +90,12 @@ class Run {
 
  private:
   void record(size_t index) {
-    {
-      std::lock_guard lock(errors_mutex_);
-      if (!errors_[index]) errors_[index] = std::current_exception();
+    std::lock_guard lock(errors_mutex_);
+    if (!errors_[index]) errors_[index] = std::current_exception();
+    const size_t lowest = lowest_failed_.load();
+    if (index < lowest) {
+      for (size_t j = index; j < std::min(lowest, targets_.size()); ++j) states_[j].stop = true;
+      lowest_failed_ = index;
     }
     failed_ = true;
   }
@@ -141,8 +148,8 @@ class Run {
     };
     std::stable_sort(items.begin(), items.end(), [&](const auto& a, const auto& b) { return ahead(a) > ahead(b); });
     run_in_order(items.size(), threads_, [&](size_t k, size_t worker) {
-      if (failed_) return;
       const auto [i, s] = items[k];
+      if (states_[i].stop) return;
       try {
         fold_item(i, s, workspace_.scratch(worker));
       } catch (...) {
@@ -163,7 +170,7 @@ class Run {
         verifier.update(c.tensor.subspan(c.from, c.to - c.from));
         if (listener_) listener_(i, c);
       };
-      if (!fold.fold_segment(s, scratch, sink, &failed_)) return;
+      if (!fold.fold_segment(s, scratch, sink, &st.stop)) return;
       verifier.require_verified_to(fold.segment_end(s), fold.spec().name, version_string(plan_.to));
       if (fold.suspect_codes(s)) st.suspect = true;
       st.segments_done.fetch_add(1);
@@ -176,7 +183,7 @@ class Run {
       st.folded[s].store(c.to - begin);
       hash_folded(i);
     };
-    if (!fold.fold_segment(s, scratch, sink, &failed_)) return;
+    if (!fold.fold_segment(s, scratch, sink, &st.stop)) return;
     if (fold.suspect_codes(s)) st.suspect = true;
     st.segments_done.fetch_add(1);
     finish_if_complete(i);
@@ -272,6 +279,8 @@ class Run {
   std::vector<std::exception_ptr> errors_;
   std::mutex errors_mutex_;
   std::atomic<bool> failed_{false};
+  /// Index of the lowest tensor that failed so far (targets.size() and above: none).
+  std::atomic<size_t> lowest_failed_{SIZE_MAX};
 };
 
 }  // namespace

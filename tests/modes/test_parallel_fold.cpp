@@ -5,9 +5,12 @@
 // every byte of every tensor before the exact error propagates.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "core/checksum.hpp"
 #include "core/errors.hpp"
@@ -284,6 +287,36 @@ TEST(ParallelFoldFailures, TheLowestFailingTensorIsReported) {
   expect_failure_restores(s, 1, ErrorKind::Checksum,
                           "tensor '" + kEmbed + "': xxh3-128 of version 000001 is " + xxh3_128_hex(at(1).at(kEmbed)) +
                               ", publication says " + std::string(32, '0'));
+}
+
+TEST(ParallelFoldFailures, ALowerTensorStillReportsWhenAHigherOneFailedFirst) {
+  // Forces the interleaving that a fold stopping every worker at the first failure gets wrong: one worker holds
+  // a segment of the embedding (tensor 0) until down_proj (tensor 1) has folded and failed its checksum; the
+  // embedding must still finish, fail, and be the error reported.
+  Store3 s;
+  s.delta(1, DeltaEncoding::Xor, PayloadFraming::Frames, [&](const std::string& name, Bytes&, std::string& sum) {
+    if (name == kEmbed || name == kDown) sum = std::string(32, '0');
+  });
+  Image image;
+  FoldWorkspace workspace;
+  std::atomic<uint64_t> down_folded{0};
+  std::atomic<bool> held{false};
+  const FoldListener listener = [&](size_t i, const FoldChunk& c) {
+    if (i == 1) down_folded += c.to - c.from;
+    if (i != 0 || held.exchange(true)) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (down_folded.load() < kTensors[1].bytes() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // down_proj's checksum fails meanwhile
+  };
+  EXPECT_EQ(error_message([&] { fold_in_parallel(plan_update(s.store, 0, 1), image.targets, 4, workspace, listener,
+                                                 kSmall); },
+                          ErrorKind::Checksum),
+            "tensor '" + kEmbed + "': xxh3-128 of version 000001 is " + xxh3_128_hex(at(1).at(kEmbed)) +
+                ", publication says " + std::string(32, '0'));
+  EXPECT_EQ(down_folded.load(), kTensors[1].bytes());
+  EXPECT_EQ(image.bytes, at(0));
 }
 
 TEST(ParallelFoldFailures, APayloadRefusedWhenOpenedChangesNothing) {
