@@ -39,6 +39,7 @@ class DeviceTransformTarget final : public StorageTarget {
   bool transforms_on_device(const RuntimeStorageSpec& spec) const override;
   uint64_t delta_staging_bytes(int rank) const override { return storages_.delta_staging_bytes(rank); }
   int delta_staging_group(int rank) const override { return storages_.delta_staging_group(rank); }
+  void reserve_delta_staging() override { storages_.reserve_delta_staging(); }
   uint64_t delta_address(int rank, size_t index) const override { return storages_.delta_address(rank, index); }
   uint64_t live_digest(int rank, size_t index) override { return storages_.live_digest(rank, index); }
   std::vector<uint64_t> live_digests(std::span<const StorageIndex> storages) override {

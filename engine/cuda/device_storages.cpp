@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <set>
 #include <thread>
 #include <string>
 #include <utility>
@@ -161,6 +162,12 @@ class CudaDeviceStorages final : public DeviceStorages {
   }
   int delta_staging_group(int rank) const override { return arena(rank).device; }
 
+  void reserve_delta_staging() override {
+    std::set<int> devices;
+    for (const RankArena& a : ranks_) devices.insert(a.device);
+    for (int device : devices) pack_area(device);
+  }
+
   uint64_t delta_address(int rank, size_t index) const override { return address(rank, index); }
 
   uint64_t live_digest(int rank, size_t index) override {
@@ -205,13 +212,7 @@ class CudaDeviceStorages final : public DeviceStorages {
     for (const auto& [device, items] : by_device) {
       const StagedPack& pack = packs[items.front()];
       pack_counts(pack.bytes);
-      DeltaArea& area = area_of_device(device);
-      if (area.pack == nullptr) {
-        area.capacity = delta_staging_bytes(first_rank_on(device));
-        area.pack = static_cast<uint8_t*>(
-            cuda_ops::device_alloc(device, area.capacity, fmt::format("delta staging area on device {}", device)));
-        cuda_ops::load_delta_kernels(device, fmt::format("delta kernels on device {}", device).c_str());
-      }
+      const DeltaArea& area = pack_area(device);
       if (pack.bytes.size() > area.capacity) {
         throw Error(ErrorKind::Resource, fmt::format("delta staging on device {}: a pack of {} bytes exceeds the {} "
                                                      "byte area",
@@ -322,6 +323,17 @@ class CudaDeviceStorages final : public DeviceStorages {
 
   /// The delta area of `rank`'s device, its digest slot allocated on first use. Not thread-safe (areas_ grows).
   DeltaArea& area_of(int rank) { return area_of_device(arena(rank).device); }
+  /// `device`'s area with its pack buffer allocated and the delta kernels loaded (both once per device).
+  DeltaArea& pack_area(int device) {
+    DeltaArea& area = area_of_device(device);
+    if (area.pack == nullptr) {
+      area.capacity = delta_staging_bytes(first_rank_on(device));
+      area.pack = static_cast<uint8_t*>(
+          cuda_ops::device_alloc(device, area.capacity, fmt::format("delta staging area on device {}", device)));
+      cuda_ops::load_delta_kernels(device, fmt::format("delta kernels on device {}", device).c_str());
+    }
+    return area;
+  }
   DeltaArea& area_of_device(int device) {
     DeltaArea& area = areas_[device];
     if (area.slot == nullptr) {

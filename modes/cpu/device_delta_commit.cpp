@@ -110,7 +110,13 @@ void DeviceDeltaCommit::on_native_load(bool images_hold_live, PhaseLog& log) {
   packs_staged_ = false;
   live_known_ = images_hold_live;
   sums_known_ = false;
-  if (recorder_ == nullptr || !images_hold_live) return;
+  if (recorder_ == nullptr) return;
+  {
+    // Outside any update: the first prepare's upload then times the copy alone, not the allocation of the area.
+    ScopedPhase phase(log, "load.delta_staging");
+    context_.live->reserve_delta_staging();
+  }
+  if (!images_hold_live) return;
   sums_ = image_sums(log, "load.delta_digest");
   sums_known_ = true;
 }

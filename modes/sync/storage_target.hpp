@@ -55,6 +55,10 @@ class StorageTarget {
   /// Bytes of the staging area that serves `rank` (0: none). Ranks with equal delta_staging_group share one.
   virtual uint64_t delta_staging_bytes(int /*rank*/) const { return 0; }
   virtual int delta_staging_group(int rank) const { return rank; }
+  /// Allocates every staging area (and loads what applies a pack) now instead of at the first stage_packs, so that
+  /// an engine's first prepare.delta_upload times the upload alone. Default: nothing to allocate. Throws
+  /// Error(Resource) when an area cannot be allocated.
+  virtual void reserve_delta_staging() {}
   /// Where storage `index` of `rank` lives: the address a pack's segment names.
   virtual uint64_t delta_address(int rank, size_t index) const;
   /// digest64 of storage `index` of `rank`, computed where the storage lives (on the device: a kernel), after

@@ -2,12 +2,14 @@
 // digest of a storage equals the host digest64 of the same bytes for every tail length, one by one and batched; a
 // recorded pack (modes/sync/delta_recorder.hpp) applied by the scatter kernel leaves every storage it covers equal
 // to the new bytes (and touches no other storage); a staged byte flipped afterwards is reported by
-// staged_deltas_intact; a pack beyond the area is refused. GPU only.
+// staged_deltas_intact; a pack beyond the area is refused; the area is allocated by reserve_delta_staging, once,
+// and not again by the first stage. GPU only.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 
+#include "engine/cuda/cuda_ops.hpp"
 #include "engine/cuda/device_storages.hpp"
 #include "core/digest64.hpp"
 #include "core/errors.hpp"
@@ -98,6 +100,47 @@ TEST(DeviceDelta, DigestsStagingAndApplyMatchTheHost) {
   test::expect_error([&] { storages->stage_packs(too_big); }, ErrorKind::Resource,
                      {"a pack of 1600016 bytes exceeds the 1048576 byte area"});
   EXPECT_TRUE(storages->staged_deltas_intact());  // nothing staged
+}
+
+TEST(DeviceDelta, TheAreaIsAllocatedOnceByTheReservationNotByTheFirstStage) {
+  if (!test::have_gpu()) GTEST_SKIP() << "no CUDA device";
+  constexpr uint64_t kArea = 256ull << 20;
+  DeviceStorageOptions options;
+  options.device_count = 1;
+  options.delta_staging_bytes = kArea;
+  auto storages = make_device_storages({layout_of({4096})}, options);
+  storages->synchronize();
+  const int device = storages->device_of(0);
+  auto free_now = [&] {
+    uint64_t free_bytes = 0, total = 0;
+    cuda_ops::memory_info(device, &free_bytes, &total);
+    return free_bytes;
+  };
+  const uint64_t before = free_now();
+  storages->reserve_delta_staging();
+  const uint64_t reserved = free_now();
+  EXPECT_GE(before - reserved, kArea);
+  EXPECT_LT(before - reserved, kArea + (16ull << 20));  // the area and its digest slot, nothing else
+  storages->reserve_delta_staging();
+  EXPECT_EQ(free_now(), reserved);
+
+  Bytes image(4096, 0);
+  DeltaRecorder recorder({1 << 20}, nullptr);
+  recorder.begin({DeltaStorage{image, 0, storages->delta_address(0, 0)}});
+  Bytes next(4096, 0);
+  next[100] = 1;
+  recorder.copy(0, 0, next);
+  recorder.finish();
+  const auto pack = recorder.pack(0, {true});
+  ASSERT_TRUE(pack.has_value());
+  const StagedPack staged[] = {{device, pack->bytes, pack->digest}};
+  storages->stage_packs(staged);
+  EXPECT_EQ(free_now(), reserved);  // the first stage allocated nothing
+  storages->apply_staged_deltas();
+  storages->synchronize();
+  Bytes out(4096);
+  storages->read(0, 0, out);
+  EXPECT_EQ(out, next);
 }
 
 }  // namespace

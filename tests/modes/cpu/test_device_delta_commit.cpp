@@ -35,7 +35,9 @@ class HostTarget final : public StorageTarget {
   uint64_t delta_staging_bytes(int) const override { return 64 << 20; }
   uint64_t delta_address(int, size_t index) const override { return reinterpret_cast<uintptr_t>(live[index].data()); }
   uint64_t live_digest(int, size_t index) override { return digest64(live.at(index)); }
+  void reserve_delta_staging() override { ++reserved; }
   void stage_packs(std::span<const StagedPack> packs) override {
+    reserved_at_stage.push_back(reserved);
     pack.clear();
     for (const StagedPack& p : packs) pack.assign(p.bytes.begin(), p.bytes.end());
     digest = packs.empty() ? 0 : packs[0].digest;
@@ -49,6 +51,8 @@ class HostTarget final : public StorageTarget {
   Bytes pack;
   uint64_t digest = 0;
   uint64_t written = 0;
+  int reserved = 0;                   ///< reserve_delta_staging calls so far
+  std::vector<int> reserved_at_stage;  ///< `reserved` at each stage_packs
 };
 
 class DeviceDeltaStrategy : public ::testing::Test {
@@ -145,6 +149,23 @@ TEST_F(DeviceDeltaStrategy, StagesOnlyWhatChanged) {
     EXPECT_EQ(log_.bytes("prepare.delta_digest"), 0u);
     EXPECT_EQ(commit(), 1001u + 12u);
   }
+}
+
+TEST_F(DeviceDeltaStrategy, TheStagingAreaIsReservedAtTheNativeLoadNotInTheFirstUpload) {
+  // An engine's first prepare.delta_upload must time the upload alone: the area is allocated by the native load
+  // (phase load.delta_staging), once per native load, before any pack is staged.
+  EXPECT_EQ(target_.reserved, 1);
+  std::vector<std::string> names;
+  for (const PhaseRecord& r : log_.records()) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"load.delta_staging", "load.delta_digest"}));
+  log_.clear();
+  for (int update = 0; update < 2; ++update) {
+    prepare(0.01);
+    commit();
+  }
+  EXPECT_EQ(target_.reserved_at_stage, (std::vector<int>{1, 1}));
+  strategy_->on_native_load(false, log_);
+  EXPECT_EQ(target_.reserved, 2);
 }
 
 TEST_F(DeviceDeltaStrategy, ADenseUpdateIsCopiedInFullAndItsDigestsStillProveTheLiveBytesNextTime) {
