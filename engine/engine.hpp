@@ -104,7 +104,8 @@ class Engine {
 
   /// Native load of a FULL checkpoint directory into the storages; `version` becomes the served version. Boot
   /// only: generation is refused until it returns, and a second call throws Error(State).
-  /// Throws Error (Mismatch naming the tensor when shapes/dtypes differ from the profile, Format/Missing).
+  /// Throws Error (Mismatch naming the tensor when shapes/dtypes differ from the profile, Format/Missing; Resource
+  /// when the device-delta commit's staging area cannot be allocated).
   LoadReport load_native(const std::filesystem::path& checkpoint_dir, uint32_t version);
 
   /// Blocks until the request finished. Throws Error(Fatal) when the engine stopped serving.

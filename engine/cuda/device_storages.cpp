@@ -34,7 +34,8 @@ struct RankArena {
   uint64_t next_chunk = 0;     ///< chunks issued since the last synchronize(): chunk i goes to streams[i % S]
 };
 
-/// One device's delta staging area (allocated at the first staging) and its digest slot.
+/// One device's delta staging area (allocated by reserve_delta_staging, or else at the first staging) and its digest
+/// slot.
 struct DeltaArea {
   uint8_t* pack = nullptr;  ///< device copy of the staged pack
   uint64_t capacity = 0;
@@ -327,10 +328,11 @@ class CudaDeviceStorages final : public DeviceStorages {
   DeltaArea& pack_area(int device) {
     DeltaArea& area = area_of_device(device);
     if (area.pack == nullptr) {
+      // Kernels first: an area is marked ready (pack set) only once both steps succeeded.
+      cuda_ops::load_delta_kernels(device, fmt::format("delta kernels on device {}", device).c_str());
       area.capacity = delta_staging_bytes(first_rank_on(device));
       area.pack = static_cast<uint8_t*>(
           cuda_ops::device_alloc(device, area.capacity, fmt::format("delta staging area on device {}", device)));
-      cuda_ops::load_delta_kernels(device, fmt::format("delta kernels on device {}", device).c_str());
     }
     return area;
   }

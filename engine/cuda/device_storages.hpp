@@ -16,8 +16,9 @@ struct DeviceStorageOptions {
   uint64_t chunk_bytes = 64ull << 20;  ///< H2D copy chunk (bytes)
   int copy_streams = 2;            ///< copy streams per TP rank
   int device_count = 0;                ///< devices to use; 0 = all visible
-  /// Delta staging area per device for the device-delta commit, bytes, allocated at the first staging (outside
-  /// any pause); 0 = kDefaultDeltaStagingShare of the device's memory.
+  /// Delta staging area per device for the device-delta commit, bytes, allocated by reserve_delta_staging (at the
+  /// native load) or else at the first staging, outside any pause; 0 = kDefaultDeltaStagingShare of the device's
+  /// memory.
   uint64_t delta_staging_bytes = 0;
 };
 

@@ -27,8 +27,9 @@ void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t versio
   size_t storages = 0;
   for (const auto& layout : context_.layouts) storages += layout.storages.size();
   // When the native load staged every storage in the images and copied it from there, they hold the live bytes.
-  if (delta_) delta_->on_native_load(native_staged_ == storages, log);
-  native_staged_ = 0;
+  const bool staged_all = native_staged_ == storages;
+  native_staged_ = 0;  // also when the device-delta load below throws: a retried load counts afresh
+  if (delta_) delta_->on_native_load(staged_all, log);
 }
 
 std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vector<bool>& placed) {

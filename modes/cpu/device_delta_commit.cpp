@@ -105,6 +105,7 @@ double DeviceDeltaCommit::settle_dense_sums() {
 void DeviceDeltaCommit::before_native_load() { settle_dense_sums(); }
 
 void DeviceDeltaCommit::on_native_load(bool images_hold_live, PhaseLog& log) {
+  if (live_check_.valid()) live_check_.wait();  // a failed prepare's check still reads the staging areas
   settle_dense_sums();
   staged_.clear();
   packs_staged_ = false;

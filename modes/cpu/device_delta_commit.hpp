@@ -46,7 +46,9 @@ class DeviceDeltaCommit {
   /// Before a native load writes the images: waits for the digests of the last commit's dense storages.
   void before_native_load();
   /// After the native load: `images_hold_live` when it staged every storage in the images (which then hold the live
-  /// bytes). Digests the images then (phase "load.delta_digest"), outside any update.
+  /// bytes). Reserves the device staging areas (phase "load.delta_staging": StorageTarget::reserve_delta_staging,
+  /// Error(Resource) when an area cannot be allocated), then digests the images (phase "load.delta_digest"), outside
+  /// any update.
   void on_native_load(bool images_hold_live, PhaseLog& log);
   /// Called once per prepare, right before the images are first written: waits for the last commit's dense digests
   /// (phase "prepare.delta_digest_wait", when there were any), starts the live-digest check (on the devices, while

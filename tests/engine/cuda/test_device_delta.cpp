@@ -6,6 +6,7 @@
 // and not again by the first stage. GPU only.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -104,7 +105,9 @@ TEST(DeviceDelta, DigestsStagingAndApplyMatchTheHost) {
 
 TEST(DeviceDelta, TheAreaIsAllocatedOnceByTheReservationNotByTheFirstStage) {
   if (!test::have_gpu()) GTEST_SKIP() << "no CUDA device";
-  constexpr uint64_t kArea = 256ull << 20;
+  // Free memory is the device's, shared with any test process running beside this one: the area is large next to
+  // the slack allowed for them.
+  constexpr int64_t kArea = 1ll << 30, kSlack = 64ll << 20;
   DeviceStorageOptions options;
   options.device_count = 1;
   options.delta_staging_bytes = kArea;
@@ -114,15 +117,14 @@ TEST(DeviceDelta, TheAreaIsAllocatedOnceByTheReservationNotByTheFirstStage) {
   auto free_now = [&] {
     uint64_t free_bytes = 0, total = 0;
     cuda_ops::memory_info(device, &free_bytes, &total);
-    return free_bytes;
+    return static_cast<int64_t>(free_bytes);
   };
-  const uint64_t before = free_now();
+  const int64_t before = free_now();
   storages->reserve_delta_staging();
-  const uint64_t reserved = free_now();
-  EXPECT_GE(before - reserved, kArea);
-  EXPECT_LT(before - reserved, kArea + (16ull << 20));  // the area and its digest slot, nothing else
+  const int64_t reserved = free_now();
+  EXPECT_GE(before - reserved, kArea - kSlack);
   storages->reserve_delta_staging();
-  EXPECT_EQ(free_now(), reserved);
+  EXPECT_LT(std::abs(free_now() - reserved), kArea / 2);  // not allocated twice
 
   Bytes image(4096, 0);
   DeltaRecorder recorder({1 << 20}, nullptr);
@@ -135,7 +137,7 @@ TEST(DeviceDelta, TheAreaIsAllocatedOnceByTheReservationNotByTheFirstStage) {
   ASSERT_TRUE(pack.has_value());
   const StagedPack staged[] = {{device, pack->bytes, pack->digest}};
   storages->stage_packs(staged);
-  EXPECT_EQ(free_now(), reserved);  // the first stage allocated nothing
+  EXPECT_LT(std::abs(free_now() - reserved), kArea / 2);  // the first stage allocated no area of its own
   storages->apply_staged_deltas();
   storages->synchronize();
   Bytes out(4096);
