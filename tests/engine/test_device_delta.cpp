@@ -92,6 +92,21 @@ TEST_P(DeviceDeltaCommit, StagedCommitsEqualNativeLoads) {
   EXPECT_EQ(engine->storage_pointers(), pointers);
 }
 
+TEST_P(DeviceDeltaCommit, TheNativeLoadReservesTheStagingAreaOnlyForDeviceDelta) {
+  publish();
+  for (const char* strategy : {"device-delta", "full"}) {
+    SCOPED_TRACE(strategy);
+    EngineOptions options{test::tiny_profile(GetParam()), 2, test::sync_of("cpu"), store(),
+                          dir_ / ("work" + std::to_string(n_++)), 2};
+    options.sync.cpu.commit_strategy = parse_commit_strategy(strategy);
+    Engine engine(options);
+    const LoadReport load = engine.load_native(Store(store()).update_dir(0), 0);
+    int reservations = 0;
+    phase_bytes(load.phases, "load.delta_staging", &reservations);
+    EXPECT_EQ(reservations, std::string(strategy) == "full" ? 0 : 1);
+  }
+}
+
 TEST_P(DeviceDeltaCommit, ACorruptedStagedPackIsDroppedBeforeThePause) {
   publish();
   auto engine = boot(Store(store()).update_dir(0), 0, "device-delta");
