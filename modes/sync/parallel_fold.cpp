@@ -92,9 +92,8 @@ class Run {
   void record(size_t index) {
     std::lock_guard lock(errors_mutex_);
     if (!errors_[index]) errors_[index] = std::current_exception();
-    const size_t lowest = lowest_failed_.load();
-    if (index < lowest) {
-      for (size_t j = index; j < std::min(lowest, targets_.size()); ++j) states_[j].stop = true;
+    if (index < lowest_failed_) {
+      for (size_t j = index; j < std::min(lowest_failed_, targets_.size()); ++j) states_[j].stop = true;
       lowest_failed_ = index;
     }
     failed_ = true;
@@ -279,8 +278,8 @@ class Run {
   std::vector<std::exception_ptr> errors_;
   std::mutex errors_mutex_;
   std::atomic<bool> failed_{false};
-  /// Index of the lowest tensor that failed so far (targets.size() and above: none).
-  std::atomic<size_t> lowest_failed_{SIZE_MAX};
+  /// Index of the lowest tensor that failed so far (targets.size() and above: none); under errors_mutex_.
+  size_t lowest_failed_ = SIZE_MAX;
 };
 
 }  // namespace
