@@ -43,12 +43,15 @@ class DeviceDeltaCommit : public ::testing::TestWithParam<std::string> {
     density_ = density;
   }
   std::filesystem::path store() const { return dir_ / "store"; }
-  std::unique_ptr<Engine> boot(const std::filesystem::path& checkpoint, uint32_t version, const char* strategy) {
+  /// An engine natively loaded from `checkpoint`; its load report goes to `load` when given.
+  std::unique_ptr<Engine> boot(const std::filesystem::path& checkpoint, uint32_t version, const char* strategy,
+                               LoadReport* load = nullptr) {
     EngineOptions options{test::tiny_profile(GetParam()), 2, test::sync_of("cpu"), store(),
                           dir_ / ("work" + std::to_string(n_++)), 2};
     options.sync.cpu.commit_strategy = parse_commit_strategy(strategy);
     auto engine = std::make_unique<Engine>(options);
-    engine->load_native(checkpoint, version);
+    LoadReport report = engine->load_native(checkpoint, version);
+    if (load != nullptr) *load = std::move(report);
     return engine;
   }
   Served served(Engine& e) { return test::served(e, "device delta probe"); }
@@ -96,11 +99,8 @@ TEST_P(DeviceDeltaCommit, TheNativeLoadReservesTheStagingAreaOnlyForDeviceDelta)
   publish();
   for (const char* strategy : {"device-delta", "full"}) {
     SCOPED_TRACE(strategy);
-    EngineOptions options{test::tiny_profile(GetParam()), 2, test::sync_of("cpu"), store(),
-                          dir_ / ("work" + std::to_string(n_++)), 2};
-    options.sync.cpu.commit_strategy = parse_commit_strategy(strategy);
-    Engine engine(options);
-    const LoadReport load = engine.load_native(Store(store()).update_dir(0), 0);
+    LoadReport load;
+    boot(Store(store()).update_dir(0), 0, strategy, &load);
     int reservations = 0;
     phase_bytes(load.phases, "load.delta_staging", &reservations);
     EXPECT_EQ(reservations, std::string(strategy) == "full" ? 0 : 1);
