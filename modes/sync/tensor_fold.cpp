@@ -8,23 +8,10 @@
 
 #include "core/errors.hpp"
 #include "models/quant/code_check.hpp"
+#include "publication/xor_stream.hpp"
 #include "publication/zstd_frame.hpp"
 
 namespace wsb {
-
-void xor_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
-  // Four independent 64-bit words per iteration (the compiler widens them to vector registers); memcpy keeps
-  // the loads alignment- and aliasing-safe.
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    uint64_t a[4], b[4];
-    std::memcpy(a, dst + i, 32);
-    std::memcpy(b, src + i, 32);
-    for (int k = 0; k < 4; ++k) a[k] ^= b[k];
-    std::memcpy(dst + i, a, 32);
-  }
-  for (; i < n; ++i) dst[i] ^= src[i];
-}
 
 namespace {
 
@@ -147,7 +134,7 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
       Step& st = steps_[i];
       if (st.encoding == DeltaEncoding::Xor) {
         if (std::string error = scratch.readers[i].read({first ? mask : piece, n}); !error.empty()) fail(error);
-        if (!first) xor_bytes(mask, piece, n);
+        if (!first) xor_into(mask, piece, n);
       } else {
         if (first) std::memset(mask, 0, n);
         // The byte before this step is data ^ mask; the step replaces it (mask becomes data ^ value), and the
@@ -174,7 +161,7 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
       }
       first = false;
     }
-    if (!in_place) xor_bytes(data, mask, n);  // the one read-modify-write of the tensor's memory
+    if (!in_place) xor_into(data, mask, n);  // the one read-modify-write of the lines the chunk changes
     applied_[s] = at + n - begin;
     scanner.advance(segment, static_cast<size_t>(at + n - begin));
     suspect_[s] = scanner.found() ? 1 : 0;
@@ -209,7 +196,7 @@ void TensorFold::unfold_segment(size_t s, FoldScratch& scratch) {
       if (st.encoding == DeltaEncoding::Xor) {
         // The chunk folded, so it decodes again (immutable payload); a failure here would leave it as it is.
         if (!scratch.readers[i].read({piece, n}).empty()) return;
-        xor_bytes(mask, piece, n);
+        xor_into(mask, piece, n);
       } else {
         OverwriteBody& body = *st.body;
         const uint8_t* values = body.values();
@@ -223,7 +210,7 @@ void TensorFold::unfold_segment(size_t s, FoldScratch& scratch) {
         cursor[i] = k;
       }
     }
-    xor_bytes(data, mask, n);
+    xor_into(data, mask, n);
   }
   applied_[s] = 0;
 }

@@ -115,7 +115,4 @@ class TensorFold {
   std::vector<uint8_t> suspect_;
 };
 
-/// dst[i] ^= src[i] for n bytes (word-parallel).
-void xor_bytes(uint8_t* dst, const uint8_t* src, size_t n);
-
 }  // namespace wsb
