@@ -69,20 +69,16 @@ size_t stream_xor(std::span<const uint8_t> payload, std::span<uint8_t> data, siz
 }  // namespace
 
 void xor_into(uint8_t* out, const uint8_t* mask, size_t n) {
-  // A 64-byte block of the mask that is all zero leaves its bytes of `out` untouched: a sparse delta (most lines of
-  // a tensor unchanged) then writes back only the lines it changes instead of dirtying every line it passes. The
-  // words go through memcpy (alignment- and aliasing-safe; the compiler widens them to vector registers).
+  // Four independent 64-bit words per iteration (the compiler widens them to vector registers); memcpy keeps the
+  // loads alignment- and aliasing-safe. Every line is written, changed or not: skipping the lines of an all-zero
+  // mask block (fewer write-backs for a sparse delta) made a two-thread prepare of a sparse llama layer 35% slower.
   size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    uint64_t m[8];
-    std::memcpy(m, mask + i, 64);
-    uint64_t any = 0;
-    for (int k = 0; k < 8; ++k) any |= m[k];
-    if (any == 0) continue;
-    uint64_t a[8];
-    std::memcpy(a, out + i, 64);
-    for (int k = 0; k < 8; ++k) a[k] ^= m[k];
-    std::memcpy(out + i, a, 64);
+  for (; i + 32 <= n; i += 32) {
+    uint64_t a[4], b[4];
+    std::memcpy(a, out + i, 32);
+    std::memcpy(b, mask + i, 32);
+    for (int k = 0; k < 4; ++k) a[k] ^= b[k];
+    std::memcpy(out + i, a, 32);
   }
   for (; i < n; ++i) out[i] ^= mask[i];
 }

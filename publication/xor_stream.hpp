@@ -12,9 +12,7 @@
 
 namespace wsb {
 
-/// out[i] ^= mask[i] for i < n (bytes): the xor of every streamed apply and of the fold. Each 64-byte block of
-/// `mask` (counted from `mask`) that is all zero is skipped: its bytes of `out` are neither read nor written, so
-/// the cache lines a sparse delta does not change stay clean (no write-back to memory).
+/// out[i] ^= mask[i] for i < n (bytes), word-parallel: the xor of every streamed apply and of the fold.
 void xor_into(uint8_t* out, const uint8_t* mask, size_t n);
 
 /// data ^= decompress(payload), with the framing rules of decode_delta (exactly one frame, declared content size

@@ -161,7 +161,7 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
       }
       first = false;
     }
-    if (!in_place) xor_into(data, mask, n);  // the one read-modify-write of the lines the chunk changes
+    if (!in_place) xor_into(data, mask, n);  // the one read-modify-write of the tensor's memory
     applied_[s] = at + n - begin;
     scanner.advance(segment, static_cast<size_t>(at + n - begin));
     suspect_[s] = scanner.found() ? 1 : 0;
