@@ -20,6 +20,7 @@
 #include "core/checksum.hpp"
 #include "harness/physics.hpp"
 #include "models/checkpoint/checkpoint.hpp"
+#include "models/quant/code_check.hpp"
 #include "modes/disk/disk_materialize.hpp"
 #include "modes/sync/checkpoint_files.hpp"
 #include "modes/sync/delta_fold.hpp"
@@ -41,6 +42,31 @@ void BM_Xxh3_128(benchmark::State& state) {
   set_counters(state, bytes);
 }
 BENCHMARK(BM_Xxh3_128)->ArgName("bytes")->Arg(1 << 20)->Arg(64 << 20)->Unit(benchmark::kMillisecond);
+
+/// The fold's scan for invalid codes (models/quant/code_check.hpp) over a valid tensor, as CodeScanner sees it in
+/// 256 KiB chunks. Axis dtype: 0 = BF16 (16-bit lanes), 1 = F8_E4M3 (8-bit lanes).
+void BM_CodeScan(benchmark::State& state) {
+  const auto bytes = static_cast<uint64_t>(state.range(0));
+  wsb::TensorSpec spec{"model.layers.0.mlp.down_proj.weight", state.range(1) == 0 ? wsb::DType::BF16 : wsb::DType::F8_E4M3,
+                       {static_cast<int64_t>(state.range(1) == 0 ? bytes / 2 : bytes)}};
+  auto data = random_bytes(bytes, 3);
+  for (uint8_t& b : data) b &= 0x3F;  // no NaN or infinity in either dtype
+  for (auto _ : state) {
+    wsb::CodeScanner scanner(spec);
+    for (uint64_t at = 0; at < bytes;) {
+      at = std::min<uint64_t>(bytes, at + (256 << 10));
+      scanner.advance(data, at);
+    }
+    if (scanner.found()) state.SkipWithError("valid codes reported invalid");
+  }
+  set_counters(state, bytes);
+}
+BENCHMARK(BM_CodeScan)
+    ->ArgNames({"bytes", "dtype"})
+    ->Args({1 << 20, 0})
+    ->Args({1 << 20, 1})
+    ->Args({64 << 20, 1})
+    ->Unit(benchmark::kMillisecond);
 
 /// decode (zstd) + apply of one tensor's delta; `permille` of the BF16 values moved by one code.
 void BM_DeltaDecodeApply(benchmark::State& state) {

@@ -7,10 +7,11 @@
 
 namespace wsb {
 
-/// Hex (32 lowercase chars) of XXH3-128 over `bytes`, in xxHash's canonical (big-endian) byte order.
+/// Hex (32 lowercase chars) of XXH3-128 over `bytes`, in xxHash's canonical (big-endian) byte order. On a CPU with
+/// AVX-512F the hash is computed by xxHash's AVX-512 path (core/xxh3_avx512.h): the same value, about 4x faster.
 std::string xxh3_128_hex(std::span<const uint8_t> bytes);
 
-/// Streaming form of xxh3_128_hex for data fed in pieces (e.g. a storage read in chunks).
+/// Streaming form of xxh3_128_hex for data fed in pieces (e.g. a storage read in chunks); the same AVX-512 choice.
 class Xxh3Hasher {
  public:
   Xxh3Hasher();
@@ -23,7 +24,8 @@ class Xxh3Hasher {
   void reset();
 
  private:
-  void* state_;
+  void* state_ = nullptr;
+  bool avx512_ = false;  ///< state_ is core/xxh3_avx512.h's
 };
 
 }  // namespace wsb

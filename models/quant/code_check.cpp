@@ -73,7 +73,7 @@ uint64_t load_word(const uint8_t* p) {
 
 /// OR of invalid_lanes over the whole words of [begin, end), branch-free so the common (valid) case runs at
 /// memory speed; the rule's fields are hoisted into locals for the compiler.
-uint64_t any_invalid(const LaneRule& rule, const uint8_t* begin, const uint8_t* end) {
+uint64_t any_invalid_words(const LaneRule& rule, const uint8_t* begin, const uint8_t* end) {
   const uint64_t mask = rule.mask, add = rule.add, top = rule.top;
   const uint64_t keep_all = rule.and_word ? 0 : ~uint64_t{0};
   auto lanes = [&](const uint8_t* p) {
@@ -92,6 +92,42 @@ uint64_t any_invalid(const LaneRule& rule, const uint8_t* begin, const uint8_t* 
   for (; at + 8 <= n; at += 8) a |= lanes(begin + at);
   return a | b | c | d;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+using Lanes = uint64_t __attribute__((vector_size(64)));
+
+/// The same, eight words per step: the scalar form spends about six instructions per 8-byte word, which bounds a
+/// fold's code scan (it runs on every byte of every BF16, FP8 and E8M0 tensor) at about 10 GB/s per core. A lane
+/// never carries into the next (the mask leaves its top bit clear), so 64-bit adds serve every lane width.
+__attribute__((target("avx512f"))) uint64_t any_invalid_avx512(const LaneRule& rule, const uint8_t* begin,
+                                                                const uint8_t* end) {
+  const size_t n = static_cast<size_t>(end - begin);
+  const uint64_t keep_all = rule.and_word ? 0 : ~uint64_t{0};
+  Lanes acc = {};
+  size_t at = 0;
+  for (; at + 64 <= n; at += 64) {
+    Lanes word;
+    std::memcpy(&word, begin + at, sizeof word);
+    acc |= ((word & rule.mask) + rule.add) & rule.top & (word | keep_all);
+  }
+  uint64_t any = 0;
+  for (int k = 0; k < 8; ++k) any |= acc[k];
+  return any | any_invalid_words(rule, begin + at, end);
+}
+
+bool has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+uint64_t any_invalid(const LaneRule& rule, const uint8_t* begin, const uint8_t* end) {
+  return has_avx512() ? any_invalid_avx512(rule, begin, end) : any_invalid_words(rule, begin, end);
+}
+#else
+uint64_t any_invalid(const LaneRule& rule, const uint8_t* begin, const uint8_t* end) {
+  return any_invalid_words(rule, begin, end);
+}
+#endif
 
 std::string coordinates(const Shape& shape, uint64_t flat) {
   if (shape.size() < 2) return "";

@@ -9,6 +9,7 @@
 #include "core/copy_streaming.hpp"
 #include "core/digest64.hpp"
 #include "core/errors.hpp"
+#include "core/line_compare.hpp"
 #include "modes/sync/rank_image.hpp"
 #include "modes/sync/staged_delta.hpp"
 
@@ -370,17 +371,16 @@ void DeltaRecorder::copy(size_t flat, uint64_t offset, std::span<const uint8_t> 
   // Eight words (a 64-byte line) at a time: most lines of a sparse delta hold no change, and then nothing is
   // written.
   while (w + 8 <= whole_end) {
+    const size_t lines = static_cast<size_t>((whole_end - w) / 8);
+    const size_t same = first_differing_line(old_at(8 * w), new_at(8 * w), lines);
+    w += 8 * same;
+    if (same == lines) break;
     const uint8_t* old_line = old_at(8 * w);
     const uint8_t* new_line = new_at(8 * w);
-    uint64_t o[8], v[8], any = 0;
+    uint64_t o[8], v[8];
     for (int k = 0; k < 8; ++k) {
       o[k] = load64(old_line + 8 * k);
       v[k] = load64(new_line + 8 * k);
-      any |= o[k] ^ v[k];
-    }
-    if (any == 0) {
-      w += 8;
-      continue;
     }
     uint32_t halves = 0;
     for (int k = 0; k < 8; ++k) {
