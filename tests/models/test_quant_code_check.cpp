@@ -116,6 +116,30 @@ TEST(QuantCodeCheck, SizeMismatch) {
                {"tensor 'model.layers.0.mlp.up_proj.weight' (F8_E4M3 [4, 8]): 31 bytes to check, expected 32"});
 }
 
+// An E8M0 scale is invalid only as 0xFF: 0x7F (2^0) shares its low seven bits and is valid, in every lane of a
+// tensor long enough to be scanned 64 bytes at a time as well as in its tail words.
+TEST(QuantCodeCheck, E8M0SevenLowOnesAreValidOnlyFFIsNot) {
+  const TensorSpec u8{"model.layers.0.mlp.experts.down_proj_scales", DType::U8, {300}};
+  Bytes b(u8.bytes());
+  for (size_t i = 0; i < b.size(); ++i) b[i] = i % 3 == 0 ? 0xFE : 0x7F;
+  ASSERT_FALSE(find_invalid_code(u8, b));
+  CodeScanner clean(u8);  // the fold's scan only suspects; a suspect tensor costs a whole second scan
+  clean.advance(b, b.size());
+  EXPECT_FALSE(clean.found());
+  for (size_t i = 0; i < b.size(); ++i) {
+    const uint8_t keep = b[i];
+    b[i] = 0xFF;
+    CodeScanner scanner(u8);
+    scanner.advance(b, b.size());
+    EXPECT_TRUE(scanner.found()) << "element " << i;
+    const auto found = find_invalid_code(u8, b);
+    ASSERT_TRUE(found) << "element " << i;
+    EXPECT_EQ(found->element, i);
+    EXPECT_EQ(found->count, 1u);
+    b[i] = keep;
+  }
+}
+
 /// Scalar reference: is element i of `spec` an invalid code?
 bool naive_invalid(DType dtype, const Bytes& b, size_t i) {
   switch (dtype) {
