@@ -17,7 +17,7 @@ scripts/install-deps.sh clang libclang-rt-dev
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 # -O1 with line tables: symbolized reports at a fifth less compile time than -O2 -g; NDEBUG stays unset so
 # nlohmann's internal assertions fire. CMAKE_CUDA_COMPILER set empty skips check_language(CUDA).
