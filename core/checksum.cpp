@@ -4,6 +4,8 @@
 
 #include <new>
 
+#include "core/cpu_features.hpp"
+
 #ifdef WSBENCH_XXH3_AVX512
 #include "core/xxh3_avx512.h"
 #endif
@@ -29,8 +31,7 @@ std::string canonical_hex(XXH128_hash_t hash) {
 
 bool use_avx512() {
 #ifdef WSBENCH_XXH3_AVX512
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
+  return cpu_has_avx512();
 #else
   return false;
 #endif

@@ -2,9 +2,7 @@
 
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define WSBENCH_DIGEST64_AVX512 1
-#endif
+#include "core/cpu_features.hpp"
 
 namespace wsb {
 namespace {
@@ -19,7 +17,7 @@ uint64_t sum_words_scalar(const uint8_t* p, size_t words, uint64_t first_word) {
   return sum;
 }
 
-#ifdef WSBENCH_DIGEST64_AVX512
+#ifdef WSBENCH_AVX512_DISPATCH
 using Lanes = uint64_t __attribute__((vector_size(64)));
 
 /// The same terms, eight words per step: scalar code is bound by its two 64-bit multiplies per word (about 9 GB/s
@@ -43,11 +41,6 @@ __attribute__((target("avx512f,avx512dq"))) uint64_t sum_words_avx512(const uint
   for (int k = 0; k < 8; ++k) sum += acc[k];
   return sum + sum_words_scalar(p + 8 * i, words - i, first_word + i);
 }
-
-bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  return yes;
-}
 #endif
 
 }  // namespace
@@ -55,8 +48,8 @@ bool has_avx512() {
 uint64_t digest64_sum(std::span<const uint8_t> bytes, uint64_t first_word) {
   const size_t whole = bytes.size() / 8;
   uint64_t sum = 0;
-#ifdef WSBENCH_DIGEST64_AVX512
-  if (has_avx512()) sum = sum_words_avx512(bytes.data(), whole, first_word);
+#ifdef WSBENCH_AVX512_DISPATCH
+  if (cpu_has_avx512()) sum = sum_words_avx512(bytes.data(), whole, first_word);
   else sum = sum_words_scalar(bytes.data(), whole, first_word);
 #else
   sum = sum_words_scalar(bytes.data(), whole, first_word);

@@ -2,9 +2,10 @@
 
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "core/cpu_features.hpp"
+
+#ifdef WSBENCH_AVX512_DISPATCH
 #include <immintrin.h>
-#define WSBENCH_LINE_COMPARE_AVX512 1
 #endif
 
 namespace wsb {
@@ -21,7 +22,7 @@ bool line_differs(const uint8_t* a, const uint8_t* b) {
   return any != 0;
 }
 
-#ifdef WSBENCH_LINE_COMPARE_AVX512
+#ifdef WSBENCH_AVX512_DISPATCH
 /// Four lines per step, their xors or-ed into one register and tested once: a scalar line costs eight loads and
 /// xors of each buffer, which bound the rank image's compare by instructions rather than by memory.
 __attribute__((target("avx512f"))) size_t first_differing_line_avx512(const uint8_t* a, const uint8_t* b,
@@ -42,18 +43,13 @@ __attribute__((target("avx512f"))) size_t first_differing_line_avx512(const uint
   }
   return lines;
 }
-
-bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
 #endif
 
 }  // namespace
 
 size_t first_differing_line(const uint8_t* a, const uint8_t* b, size_t lines) {
-#ifdef WSBENCH_LINE_COMPARE_AVX512
-  if (has_avx512()) return first_differing_line_avx512(a, b, lines);
+#ifdef WSBENCH_AVX512_DISPATCH
+  if (cpu_has_avx512()) return first_differing_line_avx512(a, b, lines);
 #endif
   return first_differing_line_words(a, b, lines);
 }

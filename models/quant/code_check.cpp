@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/cpu_features.hpp"
 #include "core/errors.hpp"
 
 namespace wsb {
@@ -93,7 +94,7 @@ uint64_t any_invalid_words(const LaneRule& rule, const uint8_t* begin, const uin
   return a | b | c | d;
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef WSBENCH_AVX512_DISPATCH
 using Lanes = uint64_t __attribute__((vector_size(64)));
 
 /// The same, eight words per step: the scalar form spends about six instructions per 8-byte word, which bounds a
@@ -115,13 +116,8 @@ __attribute__((target("avx512f"))) uint64_t any_invalid_avx512(const LaneRule& r
   return any | any_invalid_words(rule, begin + at, end);
 }
 
-bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
-
 uint64_t any_invalid(const LaneRule& rule, const uint8_t* begin, const uint8_t* end) {
-  return has_avx512() ? any_invalid_avx512(rule, begin, end) : any_invalid_words(rule, begin, end);
+  return cpu_has_avx512() ? any_invalid_avx512(rule, begin, end) : any_invalid_words(rule, begin, end);
 }
 #else
 uint64_t any_invalid(const LaneRule& rule, const uint8_t* begin, const uint8_t* end) {

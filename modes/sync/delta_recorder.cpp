@@ -6,7 +6,9 @@
 #include <bit>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "core/cpu_features.hpp"
+
+#ifdef WSBENCH_AVX512_DISPATCH
 // GCC 12 reports its own _mm512_undefined_* placeholders (behind the casts, widenings and reductions) as maybe
 // uninitialized where they are inlined; the state of a warning follows the header's lines, so it is set around the
 // include.
@@ -14,7 +16,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
-#define WSBENCH_RECORDER_AVX512 1
 #endif
 
 #include "core/copy_streaming.hpp"
@@ -59,12 +60,7 @@ constexpr uint64_t kFlushEntries = 1024;
 constexpr uint64_t kProjectAfter = 16;
 constexpr double kProjectMargin = 2.0;
 
-#ifdef WSBENCH_RECORDER_AVX512
-bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  return yes;
-}
-
+#ifdef WSBENCH_AVX512_DISPATCH
 /// digest64_term of each lane's word, at word index `index` + lane (core/digest64_terms.hpp, eight at a time).
 __attribute__((target("avx512f,avx512dq"))) inline __m512i digest64_terms8(__m512i words, uint64_t index) {
   const __m512i lane = _mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1);  // index + 1 of each lane, less `index`
@@ -180,8 +176,8 @@ class DeltaRecorder::Writer {
   /// line to `image_line` when any byte differs and records its changes as block() does. Returns whether it
   /// differed.
   bool line(uint64_t w, const uint8_t* old_line, const uint8_t* new_line, uint8_t* image_line) {
-#ifdef WSBENCH_RECORDER_AVX512
-    if (has_avx512()) return line_avx512(w, old_line, new_line, image_line);
+#ifdef WSBENCH_AVX512_DISPATCH
+    if (cpu_has_avx512()) return line_avx512(w, old_line, new_line, image_line);
 #endif
     uint64_t o[8], v[8], any = 0;
     for (int k = 0; k < 8; ++k) {
@@ -212,7 +208,7 @@ class DeltaRecorder::Writer {
   bool dense() const { return dense_; }
 
  private:
-#ifdef WSBENCH_RECORDER_AVX512
+#ifdef WSBENCH_AVX512_DISPATCH
   /// line() with AVX-512: the line's 32-bit halves compared in one instruction, the changed words' digest terms
   /// computed eight at a time, and the changed halves' pack entries compressed into the thread's block with two
   /// masked stores. At 1% of BF16 values moved a quarter of all lines change, and the scalar form's loops over their
