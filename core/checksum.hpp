@@ -7,8 +7,8 @@
 
 namespace wsb {
 
-/// Hex (32 lowercase chars) of XXH3-128 over `bytes`, in xxHash's canonical (big-endian) byte order. On a CPU with
-/// AVX-512F the hash is computed by xxHash's AVX-512 path (core/xxh3_avx512.h): the same value, about 4x faster.
+/// Hex (32 lowercase chars) of XXH3-128 over `bytes`, in xxHash's canonical (big-endian) byte order. Where
+/// cpu_has_avx512() (core/cpu_features.hpp) the hash is computed by xxHash's AVX-512 path (core/xxh3_avx512.h): the same value, about 4x faster.
 std::string xxh3_128_hex(std::span<const uint8_t> bytes);
 
 /// Streaming form of xxh3_128_hex for data fed in pieces (e.g. a storage read in chunks); the same AVX-512 choice.

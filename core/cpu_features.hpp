@@ -8,8 +8,14 @@
 
 namespace wsb {
 
-/// True when the CPU has AVX-512F and AVX-512DQ (every AVX-512 form in wsbench needs at most these two); false
-/// where WSBENCH_AVX512_DISPATCH is not defined. Read once, then cached.
+/// True when the CPU has AVX-512F and AVX-512DQ (every AVX-512 form in wsbench needs at most these two) and
+/// set_avx512_allowed has not turned them off; false where WSBENCH_AVX512_DISPATCH is not defined. The CPU is read
+/// once, then cached.
 bool cpu_has_avx512();
+
+/// For tests: `false` makes cpu_has_avx512() answer false, so the portable form of every loop runs on a CPU that has
+/// AVX-512 too; `true` restores the CPU's answer. Call it while no dispatched loop runs (an Xxh3Hasher keeps the
+/// form it was constructed with).
+void set_avx512_allowed(bool allowed);
 
 }  // namespace wsb

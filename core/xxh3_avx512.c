@@ -1,7 +1,8 @@
 #include "core/xxh3_avx512.h"
 
+// XXH_INLINE_ALL makes every xxHash function static to this unit (xxHash renames them with its own XXH_INLINE_
+// prefix), so none can clash with the library's.
 #define XXH_INLINE_ALL
-#define XXH_NAMESPACE wsb_avx512_
 #include <xxhash.h>
 
 #ifndef __AVX512F__

@@ -12,10 +12,14 @@
 // GCC 12 reports its own _mm512_undefined_* placeholders (behind the casts, widenings and reductions) as maybe
 // uninitialized where they are inlined; the state of a warning follows the header's lines, so it is set around the
 // include.
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning, and -Werror refuses an unknown group
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 #endif
 
 #include "core/copy_streaming.hpp"

@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "core/checksum.hpp"
+#include "tests/support/cpu_forms.hpp"
 
 namespace wsb {
 namespace {
+
+WSBENCH_BOTH_CPU_FORMS(ChecksumForms);
 
 std::string library_hex(const uint8_t* p, size_t n) {
   XXH128_canonical_t canonical;
@@ -24,7 +27,7 @@ std::string library_hex(const uint8_t* p, size_t n) {
   return out;
 }
 
-TEST(Checksum, EqualsTheLibrarysXxh3ForEveryShortLength) {
+TEST_P(ChecksumForms, EqualsTheLibrarysXxh3ForEveryShortLength) {
   EXPECT_EQ(xxh3_128_hex({}), "99aa06d3014798d86001c324468d497f");  // xxHash's documented empty-input value
   std::vector<uint8_t> bytes(2049);
   std::mt19937_64 rng(17);
@@ -40,7 +43,7 @@ TEST(Checksum, EqualsTheLibrarysXxh3ForEveryShortLength) {
   }
 }
 
-TEST(Checksum, StreamedPiecesOfALargeInputEqualTheLibrarysOneShot) {
+TEST_P(ChecksumForms, StreamedPiecesOfALargeInputEqualTheLibrarysOneShot) {
   std::vector<uint8_t> bytes((3u << 20) + 12345);
   std::mt19937_64 rng(29);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());

@@ -9,15 +9,18 @@
 #include <vector>
 
 #include "core/digest64.hpp"
+#include "tests/support/cpu_forms.hpp"
 
 namespace wsb {
 namespace {
+
+WSBENCH_BOTH_CPU_FORMS(Digest64Forms);
 
 std::span<const uint8_t> bytes_of(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
-TEST(Digest64, ValuesOfAnIndependentImplementation) {
+TEST_P(Digest64Forms, ValuesOfAnIndependentImplementation) {
   EXPECT_EQ(digest64({}), 0x0ull);
   EXPECT_EQ(digest64(bytes_of("wsbench")), 0x93b8af642fca1e12ull);  // one zero-padded word
   std::vector<uint8_t> ramp(20);
@@ -26,7 +29,7 @@ TEST(Digest64, ValuesOfAnIndependentImplementation) {
   EXPECT_EQ(digest64(std::vector<uint8_t>(4096)), 0x6ea6788d1f9e3c65ull);  // zeros still depend on position
 }
 
-TEST(Digest64, PiecesAddUpAndEveryBitCounts) {
+TEST_P(Digest64Forms, PiecesAddUpAndEveryBitCounts) {
   std::mt19937_64 rng(3);
   std::vector<uint8_t> data(1000 * 8 + 5);
   for (auto& b : data) b = static_cast<uint8_t>(rng());
@@ -45,7 +48,7 @@ TEST(Digest64, PiecesAddUpAndEveryBitCounts) {
   EXPECT_NE(digest64(data), whole);
 }
 
-TEST(Digest64, SumsOfEveryLengthAndStartEqualTheSumOfTheirTerms) {
+TEST_P(Digest64Forms, SumsOfEveryLengthAndStartEqualTheSumOfTheirTerms) {
   // The sum is taken eight words at a time where the CPU allows it: any length (a tail of whole words and of
   // bytes) and any starting word index must give the term-by-term sum of the definition.
   std::mt19937_64 rng(5);

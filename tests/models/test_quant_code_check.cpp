@@ -8,9 +8,12 @@
 
 #include "checkpoint_test_util.hpp"
 #include "models/quant/code_check.hpp"
+#include "tests/support/cpu_forms.hpp"
 
 namespace wsb {
 namespace {
+
+WSBENCH_BOTH_CPU_FORMS(QuantCodeCheckForms);
 
 using Bytes = std::vector<uint8_t>;
 using test::expect_error;
@@ -118,7 +121,7 @@ TEST(QuantCodeCheck, SizeMismatch) {
 
 // An E8M0 scale is invalid only as 0xFF: 0x7F (2^0) shares its low seven bits and is valid, in every lane of a
 // tensor long enough to be scanned 64 bytes at a time as well as in its tail words.
-TEST(QuantCodeCheck, E8M0SevenLowOnesAreValidOnlyFFIsNot) {
+TEST_P(QuantCodeCheckForms, E8M0SevenLowOnesAreValidOnlyFFIsNot) {
   const TensorSpec u8{"model.layers.0.mlp.experts.down_proj_scales", DType::U8, {300}};
   Bytes b(u8.bytes());
   for (size_t i = 0; i < b.size(); ++i) b[i] = i % 3 == 0 ? 0xFE : 0x7F;
@@ -172,7 +175,7 @@ Bytes valid_random_codes(const TensorSpec& spec, std::mt19937_64& rng) {
   return b;
 }
 
-TEST(QuantCodeCheck, WordScanAgreesWithAScalarScan) {
+TEST_P(QuantCodeCheckForms, WordScanAgreesWithAScalarScan) {
   std::mt19937_64 rng(42);
   for (DType dtype : {DType::F8_E4M3, DType::U8, DType::BF16, DType::F16, DType::F32}) {
     for (int trial = 0; trial < 40; ++trial) {
@@ -206,7 +209,7 @@ TEST(QuantCodeCheck, WordScanAgreesWithAScalarScan) {
 
 // The streamed form (fused into the delta fold) must flag exactly the tensors the whole-tensor scan flags, for any
 // split into pieces, including pieces that end mid-word and a tail shorter than a word.
-TEST(QuantCodeCheck, CodeScannerAgreesWithTheWholeTensorScan) {
+TEST_P(QuantCodeCheckForms, CodeScannerAgreesWithTheWholeTensorScan) {
   std::mt19937_64 rng(7);
   int flagged = 0;
   for (DType dtype : {DType::F8_E4M3, DType::U8, DType::BF16, DType::F16, DType::F32}) {

@@ -16,9 +16,12 @@
 #include "modes/sync/delta_recorder.hpp"
 #include "modes/sync/staged_delta.hpp"
 #include "tests/support/error_checks.hpp"
+#include "tests/support/cpu_forms.hpp"
 
 namespace wsb {
 namespace {
+
+WSBENCH_BOTH_CPU_FORMS(DeltaRecorderForms);
 
 using Bytes = std::vector<uint8_t>;
 
@@ -71,7 +74,7 @@ std::vector<std::pair<uint64_t, uint64_t>> random_ranges(uint64_t bytes, std::mt
   return out;
 }
 
-TEST(DeltaRecorder, RangesThatSplitWordsRecordEachChangedWordOnce) {
+TEST_P(DeltaRecorderForms, RangesThatSplitWordsRecordEachChangedWordOnce) {
   // 100 bytes: twelve whole 64-bit words and a short last one (one 32-bit half).
   Case c;
   c.live.resize(100);
@@ -141,7 +144,7 @@ void write_on_four_threads(DeltaRecorder& recorder, std::vector<Case>& cases, co
   }
 }
 
-TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
+TEST_P(DeltaRecorderForms, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
   std::mt19937_64 rng(23);
   // Word-addressable sizes, one with a short last 64-bit word, a tiny one, one that is not word-addressable, and
   // one dense enough to pass kDenseLimit.
@@ -224,7 +227,7 @@ TEST(DeltaRecorder, ManyThreadsAndStoragesGiveExactPacksAndDigests) {
   }
 }
 
-TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsCopiedAsItIs) {
+TEST_P(DeltaRecorderForms, ADenseStorageStopsComparingAndIsCopiedAsItIs) {
   // Two storages of 64 KiB + 4 bytes (a short last 64-bit word; cap: kDenseLimit * 65540 / 8 = 4096 entries).
   // In `all` every byte changes; in `late` only bytes [45568, 65540) do (4993 changed 32-bit words).
   std::mt19937_64 rng(31);
@@ -267,7 +270,7 @@ TEST(DeltaRecorder, ADenseStorageStopsComparingAndIsCopiedAsItIs) {
   EXPECT_EQ(pack->segments, 0u);
 }
 
-TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsAreExact) {
+TEST_P(DeltaRecorderForms, DenseStoragesWrittenInSplitRangesOnManyThreadsAreExact) {
   std::mt19937_64 rng(41);
   // Every byte changed, a quarter of them (~68% of 32-bit words: dense), and one byte in 64 (~6% of 32-bit words,
   // entries of ~1/64 of the bytes: below the cap of kDenseLimit / 8 of them). The dense ones' bytes must come out
@@ -294,7 +297,7 @@ TEST(DeltaRecorder, DenseStoragesWrittenInSplitRangesOnManyThreadsAreExact) {
   EXPECT_EQ(digest64_close(changes[2].new_sum(digest64_sum(cases[2].live)), sizes[2]), digest64(cases[2].target));
 }
 
-TEST(DeltaRecorder, ASegmentHoldsAtMostKSegmentEntries) {
+TEST_P(DeltaRecorderForms, ASegmentHoldsAtMostKSegmentEntries) {
   std::mt19937_64 rng(5);
   Case c = make_case(200 << 10, 0.0, rng);
   for (size_t w = 0; w < 5000; ++w) c.target[40 * w] ^= 0x01;  // 5000 changed 32-bit words, 40 bytes apart
@@ -311,7 +314,7 @@ TEST(DeltaRecorder, ASegmentHoldsAtMostKSegmentEntries) {
   EXPECT_EQ(segments[0].second[0], pack_entry(0, load64(&c.target[0]) & 0xFFFFFFFF));
 }
 
-TEST(DeltaRecorder, APackThatRunsOutOfRoomLeavesItsStoragesIncompleteAndTheOthersDigestsExact) {
+TEST_P(DeltaRecorderForms, APackThatRunsOutOfRoomLeavesItsStoragesIncompleteAndTheOthersDigestsExact) {
   std::mt19937_64 rng(9);
   Case a = make_case(256 << 10, 0.05, rng), b = make_case(4096, 0.05, rng);
   // 4 KiB: the smallest pack; ~20% of the 64 Ki words of `a` change, far more than fit.
@@ -331,7 +334,7 @@ TEST(DeltaRecorder, APackThatRunsOutOfRoomLeavesItsStoragesIncompleteAndTheOther
   EXPECT_TRUE(recorder.pack(1, {true, true}).has_value());  // the other area is unaffected
 }
 
-TEST(DeltaRecorder, RangesBeyondAStorageAreRefused) {
+TEST_P(DeltaRecorderForms, RangesBeyondAStorageAreRefused) {
   Bytes image(16), src(8);
   DeltaRecorder recorder({1 << 20}, nullptr);
   recorder.begin({DeltaStorage{image, 0, 0}});
