@@ -57,6 +57,13 @@ TEST_P(ChecksumForms, StreamedPiecesOfALargeInputEqualTheLibrarysOneShot) {
     at += n;
   }
   EXPECT_EQ(hasher.hex(), expected);
+  EXPECT_EQ(hasher.hex(), expected);  // reading the digest leaves the state as it was
+  // More bytes after a digest continue the same stream.
+  const std::vector<uint8_t> more(777, 0x5A);
+  hasher.update(more);
+  std::vector<uint8_t> all = bytes;
+  all.insert(all.end(), more.begin(), more.end());
+  EXPECT_EQ(hasher.hex(), library_hex(all.data(), all.size()));
   bytes[bytes.size() / 2] ^= 1;
   EXPECT_NE(xxh3_128_hex(bytes), expected);
 }
