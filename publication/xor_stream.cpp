@@ -104,6 +104,24 @@ void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data
   }
 }
 
+std::vector<ZstdFrameExtent> xor_mask_frames(std::span<const uint8_t> payload, PayloadFraming framing,
+                                             uint64_t tensor_bytes, const std::string& tensor) {
+  const std::string what = fmt::format("xor mask of tensor '{}'", tensor);
+  std::vector<ZstdFrameExtent> frames;
+  uint64_t declared = 0;
+  if (framing == PayloadFraming::OneFrame) {
+    declared = zstd_declared_size(payload, what);  // header first: refuse a wrong size up front
+  } else {
+    frames = zstd_frame_extents(payload, tensor_bytes, what);
+    declared = frames.back().content_begin + frames.back().content;
+  }
+  if (declared != tensor_bytes) {
+    throw Error(ErrorKind::Format,
+                fmt::format("{}: mask of {} bytes declared, tensor has {} bytes", what, declared, tensor_bytes));
+  }
+  return frames;
+}
+
 struct MaskReader::Impl {
   std::unique_ptr<ZSTD_DStream, DStreamFree> stream{ZSTD_createDStream()};
   std::span<const uint8_t> payload;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "publication/delta_codec.hpp"
 #include "publication/zstd_frame.hpp"
 
 namespace wsb {
@@ -27,6 +28,14 @@ using XorProgress = std::function<void(size_t xored_upto)>;
 /// apply_xor_payload, calling `progress` after every chunk (not during the restore that follows an error).
 void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data, const std::string& tensor,
                        const XorProgress& progress);
+
+/// Checks the framing of xor payload `payload` for a tensor of `tensor_bytes` bytes before anything is changed and
+/// returns what MaskReader::open takes: OneFrame: no extents (the one frame's header declares exactly tensor_bytes,
+/// zstd_declared_size); Frames: zstd_frame_extents, whose contents add up to exactly tensor_bytes. Throws
+/// Error(Format) "xor mask of tensor 'T': mask of N bytes declared, tensor has M bytes", or as zstd_declared_size /
+/// zstd_frame_extents word a header that is not a zstd frame, declares no size or a window beyond 128 MiB.
+std::vector<ZstdFrameExtent> xor_mask_frames(std::span<const uint8_t> payload, PayloadFraming framing,
+                                             uint64_t tensor_bytes, const std::string& tensor);
 
 /// Reads the xor mask of one payload front to back, in pieces the caller chooses, with a zstd decoder reused from
 /// payload to payload (a prepare worker keeps one per delta step: no decoder allocated per tensor). It can start

@@ -18,16 +18,25 @@ constexpr size_t kBlock = 1 << 18;
 TensorChunkFold::TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec, ExpectedChecksum expected,
                                  uint32_t version)
     : spec_(spec), expected_(std::move(expected)), version_(version), verifier_(expected_, hasher_), scanner_(spec) {
-  steps_.reserve(plan.steps.size());
-  for (const auto& step : plan.steps) {
-    Step s;
-    if (step->manifest().encoding == DeltaEncoding::Xor) {
-      s.xor_mask.emplace(step->payload(spec.name), spec.bytes(), spec.name);
+  steps_.resize(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Publication& step = *plan.steps[i];
+    const std::span<const uint8_t> payload = step.payload(spec.name);
+    const PayloadFraming framing = step.manifest().framing;
+    Step& s = steps_[i];
+    if (step.manifest().encoding == DeltaEncoding::Xor) {
+      s.is_xor = true;
+      s.frames = xor_mask_frames(payload, framing, spec.bytes(), spec.name);
+      s.mask.open(payload, s.frames, spec.bytes(), 0);
     } else {
-      s.overwrite = decode_delta(DeltaEncoding::Overwrite, step->payload(spec.name), spec.bytes(), spec.name);
+      s.overwrite.decode(payload, framing, spec.bytes(), spec.name);
     }
-    steps_.push_back(std::move(s));
   }
+  piece_.reserve(kBlock);
+}
+
+void TensorChunkFold::fail(const std::string& reason) const {
+  throw Error(ErrorKind::Format, fmt::format("xor mask of tensor '{}': {}", spec_.name, reason));
 }
 
 void TensorChunkFold::apply(std::span<uint8_t> chunk) {
@@ -46,14 +55,17 @@ void TensorChunkFold::apply(std::span<uint8_t> chunk) {
 void TensorChunkFold::apply_block(std::span<uint8_t> block) {
   const uint64_t begin = position_, end = position_ + block.size();
   for (Step& s : steps_) {
-    if (s.xor_mask) {
-      s.xor_mask->apply(block);
+    if (s.is_xor) {
+      if (std::string error = s.mask.read({piece_.data(), block.size()}); !error.empty()) fail(error);
+      xor_into(block.data(), piece_.data(), block.size());
       continue;
     }
-    // Positions are strictly increasing (decode_delta checked): the block's are a contiguous run from `next`.
-    const auto& positions = s.overwrite.positions;
-    for (; s.next < positions.size() && positions[s.next] < end; ++s.next) {
-      block[positions[s.next] - begin] = s.overwrite.values[s.next];
+    // Positions are strictly increasing (OverwriteBody::decode checked): the block's are a contiguous run from
+    // `next`.
+    const OverwriteBody& body = s.overwrite;
+    const uint8_t* values = s.overwrite.values();
+    for (; s.next < body.count() && body.position(s.next) < end; ++s.next) {
+      block[body.position(s.next) - begin] = values[s.next];
     }
   }
   verifier_.update(block);
@@ -71,7 +83,8 @@ void TensorChunkFold::finish(const std::function<std::vector<uint8_t>()>& final_
                                               spec_.bytes()));
   }
   for (Step& s : steps_) {
-    if (s.xor_mask) s.xor_mask->finish();
+    if (!s.is_xor) continue;
+    if (std::string error = s.mask.finish(); !error.empty()) fail(error);
   }
   verifier_.require_verified_to(spec_.bytes(), spec_.name, version_string(version_));
   // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would still

@@ -14,7 +14,9 @@
 #include "core/tensor_spec.hpp"
 #include "models/quant/code_check.hpp"
 #include "publication/publication.hpp"
-#include "publication/xor_mask_reader.hpp"
+#include "core/scratch_bytes.hpp"
+#include "publication/delta_codec.hpp"
+#include "publication/xor_stream.hpp"
 
 namespace wsb {
 
@@ -22,9 +24,10 @@ class TensorChunkFold {
  public:
   /// Folds plan.steps (none: the bytes are only verified) into tensor `spec`, whose final bytes must have the
   /// checksum `expected` (Publication::expected_checksum for spec.bytes(): one digest or one per range, each range
-  /// verified as soon as its last byte is folded) of version `version`. Decodes the overwrite payloads and checks every xor
-  /// frame header now, in step order, throwing decode_delta's / XorMaskReader's Error(Format) naming the tensor.
-  /// `plan` must outlive the fold.
+  /// verified as soon as its last byte is folded) of version `version`. Each step's payload is read as its
+  /// manifest's compression_format frames it ("zstd" or "zstd-frames"). Decodes the overwrite payloads and checks
+  /// every xor frame header now, in step order, throwing OverwriteBody::decode's / xor_mask_frames' Error(Format)
+  /// naming the tensor. `plan` must outlive the fold.
   TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec, ExpectedChecksum expected, uint32_t version);
   TensorChunkFold(const TensorChunkFold&) = delete;
   TensorChunkFold& operator=(const TensorChunkFold&) = delete;
@@ -36,7 +39,7 @@ class TensorChunkFold {
   void apply(std::span<uint8_t> chunk);
   uint64_t position() const { return position_; }
 
-  /// After the last chunk: checks each xor frame ended exactly (XorMaskReader::finish), then the checksum
+  /// After the last chunk: checks each xor payload's last frame ended exactly (MaskReader::finish), then the checksum
   /// (Error(Checksum) as throw_checksum_mismatch words it), then the codes: when an
   /// invalid one was seen, check_codes runs on `final_bytes()` (the whole folded tensor, fetched only then) for
   /// its exact Error(Format) "publication V: tensor 'T' ... element ...".
@@ -44,16 +47,20 @@ class TensorChunkFold {
 
  private:
   struct Step {
-    std::optional<XorMaskReader> xor_mask;
-    DecodedDelta overwrite;  ///< positions/values of an overwrite step
-    size_t next = 0;         ///< first overwrite position not yet applied
+    bool is_xor = false;
+    std::vector<ZstdFrameExtent> frames;  ///< xor, "zstd-frames": every frame (the reader holds a span of them)
+    MaskReader mask;                      ///< xor
+    OverwriteBody overwrite;              ///< overwrite
+    uint64_t next = 0;                    ///< first overwrite position not yet applied
   };
+  [[noreturn]] void fail(const std::string& reason) const;
   void apply_block(std::span<uint8_t> block);
 
   TensorSpec spec_;
   ExpectedChecksum expected_;
   uint32_t version_;
   std::vector<Step> steps_;
+  ScratchBytes piece_;  ///< one block of a step's mask
   Xxh3Hasher hasher_;
   RangeVerifier verifier_;  ///< on expected_ and hasher_
   CodeScanner scanner_;  ///< pristine (cursor 0): copied for each block, which starts on a code word

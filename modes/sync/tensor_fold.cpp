@@ -54,7 +54,6 @@ TensorFold::TensorFold(const UpdatePlan& plan, const TensorSpec& spec, std::span
   if (bodies.size() < plan.steps.size()) bodies.resize(plan.steps.size());
   std::vector<std::vector<uint64_t>> starts;
   bool any_xor = false;
-  const std::string what = fmt::format("xor mask of tensor '{}'", spec.name);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Publication& step = *plan.steps[i];
     Step s;
@@ -66,19 +65,9 @@ TensorFold::TensorFold(const UpdatePlan& plan, const TensorSpec& spec, std::span
       s.body = &bodies[i];
     } else {
       any_xor = true;
-      uint64_t declared = 0;
+      s.frames = xor_mask_frames(s.payload, framing, size, spec.name);
       std::vector<uint64_t> frame_starts{0};
-      if (framing == PayloadFraming::OneFrame) {
-        declared = zstd_declared_size(s.payload, what);  // header first: refuse a wrong size up front
-      } else {
-        s.frames = zstd_frame_extents(s.payload, size, what);
-        declared = s.frames.back().content_begin + s.frames.back().content;
-        for (const ZstdFrameExtent& f : s.frames) frame_starts.push_back(f.content_begin);
-      }
-      if (declared != size) {
-        throw Error(ErrorKind::Format,
-                    fmt::format("{}: mask of {} bytes declared, tensor has {} bytes", what, declared, size));
-      }
+      for (const ZstdFrameExtent& f : s.frames) frame_starts.push_back(f.content_begin);
       starts.push_back(std::move(frame_starts));
     }
     steps_.push_back(std::move(s));

@@ -15,6 +15,7 @@
 #include "modes/sync/delta_fold.hpp"
 #include "publication/delta_codec.hpp"
 #include "publication/publication.hpp"
+#include "publication/zstd_frame.hpp"
 #include "tests/support/publication_writes.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -51,10 +52,12 @@ Canonical moved(const Canonical& base, size_t first, size_t stride) {
 
 void write_full(const Store& store, const Canonical& tensors) { test::write_full_publication(store, tensors, kTensors); }
 
-/// DELTA `version` from `base` to `target`; `checksums` overrides the target checksum of a tensor.
+/// DELTA `version` from `base` to `target`; `checksums` overrides the target checksum of a tensor; `frame_bytes`
+/// > 0 writes "zstd-frames".
 void write_delta(const Store& store, uint32_t version, DeltaEncoding encoding, const Canonical& base,
-                 const Canonical& target, const std::map<std::string, std::string>& checksums = {}) {
-  test::write_delta_publication(store, version, encoding, base, target, kTensors, checksums);
+                 const Canonical& target, const std::map<std::string, std::string>& checksums = {},
+                 uint64_t frame_bytes = 0) {
+  test::write_delta_publication(store, version, encoding, base, target, kTensors, checksums, frame_bytes);
 }
 
 /// Folds `plan` into a copy of `base` through a TensorChunkFold, `chunk` bytes per call.
@@ -92,6 +95,24 @@ TEST_F(ChunkFold, ThreeMixedStepsEqualFoldingStepByStep) {
     Bytes reference = v0.at(spec.name);
     fold_tensor(plan, spec, reference, nullptr);
     ASSERT_EQ(reference, v3.at(spec.name)) << spec.name;
+    for (size_t chunk : {size_t{8}, size_t{4096}, size_t{1} << 18, size_t{8} << 20}) {
+      EXPECT_EQ(chunk_folded(plan, spec, v0.at(spec.name), chunk), v3.at(spec.name)) << spec.name << " " << chunk;
+    }
+  }
+}
+
+TEST_F(ChunkFold, FramedPayloadsFoldAsOneFramePayloadsDo) {
+  // 40000 mask bytes per frame: kBig's mask is 16 frames whose boundaries fall inside the fold's blocks, and the
+  // last publication mixes framings (each step is read as its own manifest frames it).
+  constexpr uint64_t kFrame = 40000;
+  write_full(store, v0);
+  write_delta(store, 1, DeltaEncoding::Xor, v0, v1, {}, kFrame);
+  write_delta(store, 2, DeltaEncoding::Overwrite, v1, v2, {}, kFrame);
+  write_delta(store, 3, DeltaEncoding::Xor, v2, v3);
+  const UpdatePlan plan = plan_update(store, 0, 3);
+  ASSERT_EQ(plan.steps[0]->manifest().framing, PayloadFraming::Frames);
+  ASSERT_EQ(zstd_frame_extents(plan.steps[0]->payload(kBig.name), kBig.bytes(), "m").size(), 16u);
+  for (const TensorSpec& spec : kTensors) {
     for (size_t chunk : {size_t{8}, size_t{4096}, size_t{1} << 18, size_t{8} << 20}) {
       EXPECT_EQ(chunk_folded(plan, spec, v0.at(spec.name), chunk), v3.at(spec.name)) << spec.name << " " << chunk;
     }

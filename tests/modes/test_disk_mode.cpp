@@ -12,6 +12,8 @@
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "modes/disk/disk_mode.hpp"
+#include "publication/publication.hpp"
+#include "publisher/publisher.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace wsb {
@@ -132,6 +134,36 @@ TEST_F(DiskModePrepare, CatchUpFoldsEveryDeltaInTheOnePass) {
   EXPECT_EQ(phase_names(log), (std::vector<std::string>{"prepare.plan", "prepare.materialize", "prepare.swap"}));
   EXPECT_EQ(tensors_of(m->checkpoint_dir()), native(3));
   EXPECT_EQ(m->read_state()->version, 3u);
+}
+
+TEST_F(DiskModePrepare, FramedPublicationsWithRangedChecksumsFoldInTheOnePass) {
+  // "zstd-frames" payloads (4 KiB of mask per frame: every large tensor spans several) with "xxh3-128-ranges"
+  // checksums, xor and overwrite: a first update and a catch-up on the materialized checkpoint.
+  for (DeltaEncoding encoding : {DeltaEncoding::Xor, DeltaEncoding::Overwrite}) {
+    const std::string name(delta_encoding_name(encoding));
+    PublishOptions options;
+    options.store = dir_ / ("framed-" + name);
+    options.first_version = 0;
+    options.last_version = 3;
+    options.seed = kSeed;
+    options.encoding = encoding;
+    options.frame_bytes = 4096;
+    options.checksum_range_bytes = 1 << 20;
+    publish(profile_, options);
+    const Publication v1(Store(options.store), 1);
+    ASSERT_EQ(v1.manifest().framing, PayloadFraming::Frames) << name;
+    SyncContext context{profile_, build_rank_layouts(profile_, 2), options.store, dir_ / ("work-" + name), 2};
+    context.sync = test::sync_of("disk");
+    DiskMode m(std::move(context));
+    boot(m, Store(options.store).update_dir(0), 0);
+    PhaseLog first;
+    m.prepare(0, 1, first);
+    EXPECT_EQ(tensors_of(m.checkpoint_dir()), native(1)) << name;
+    PhaseLog catch_up;
+    m.prepare(1, 3, catch_up);
+    EXPECT_EQ(m.last_base()->kind, DiskBase::Kind::Local) << name;
+    EXPECT_EQ(tensors_of(m.checkpoint_dir()), native(3)) << name;
+  }
 }
 
 TEST_F(DiskModePrepare, ANativeCheckpointOutsideTheStoreIsTheBaseWhenNewest) {

@@ -1,4 +1,6 @@
-// Streamed xor application: same bytes as decode + apply, every framing error restores the tensor exactly.
+// Streamed xor application: same bytes as decode + apply, every framing error restores the tensor exactly. Pull
+// decoding (xor_mask_frames + MaskReader, what the chunked fold reads): the same bytes however the tensor is cut
+// and however the payload is framed, and every one-frame error refused with the streamed apply's words.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -8,6 +10,7 @@
 #include "publication/xor_stream.hpp"
 #include "publication/zstd_frame.hpp"
 #include "tests/support/error_checks.hpp"
+#include "tests/support/store_edit.hpp"
 
 #include <fmt/format.h>
 
@@ -91,6 +94,89 @@ TEST(XorStream, CorruptedFrameIsCaughtOrDetectableAndNeverPartial) {
     EXPECT_EQ(e.kind(), ErrorKind::Format);
     EXPECT_EQ(data, c.base);
   }
+}
+
+/// Applies `payload` (framed as `framing`) to a copy of `base` through xor_mask_frames and a MaskReader, `chunk`
+/// bytes per read, then finish(); a reader's error is thrown as Error(Format) "xor mask of tensor 'w': ...".
+std::vector<uint8_t> pulled(const std::vector<uint8_t>& payload, PayloadFraming framing,
+                            const std::vector<uint8_t>& base, size_t chunk) {
+  std::vector<uint8_t> data = base;
+  const std::vector<ZstdFrameExtent> frames = xor_mask_frames(payload, framing, data.size(), "w");
+  MaskReader reader;
+  reader.open(payload, frames, data.size(), 0);
+  std::vector<uint8_t> piece(chunk);
+  const auto check = [](const std::string& error) {
+    if (!error.empty()) throw Error(ErrorKind::Format, "xor mask of tensor 'w': " + error);
+  };
+  for (size_t at = 0; at < data.size(); at += chunk) {
+    const size_t n = std::min(chunk, data.size() - at);
+    check(reader.read({piece.data(), n}));
+    xor_into(data.data() + at, piece.data(), n);
+  }
+  check(reader.finish());
+  return data;
+}
+
+std::string streamed_error(const std::vector<uint8_t>& payload, const std::vector<uint8_t>& base) {
+  auto data = base;
+  return test::error_message([&] { apply_xor_payload(payload, data, "w"); }, ErrorKind::Format);
+}
+
+TEST(XorMaskPull, EqualsTheTargetForEveryChunkingAndFraming) {
+  Case c;
+  const std::vector<uint8_t> framed = encode_delta(DeltaEncoding::Xor, c.base, c.target, 1, 40960);
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, size_t{1} << 18, (size_t{1} << 18) + 5, c.base.size()}) {
+    EXPECT_EQ(pulled(c.payload, PayloadFraming::OneFrame, c.base, chunk), c.target) << "chunk " << chunk;
+    EXPECT_EQ(pulled(framed, PayloadFraming::Frames, c.base, chunk), c.target) << "frames, chunk " << chunk;
+  }
+  const std::vector<uint8_t> empty;
+  EXPECT_EQ(pulled(encode_delta(DeltaEncoding::Xor, empty, empty, 1), PayloadFraming::OneFrame, empty, 1), empty);
+}
+
+TEST(XorMaskPull, DeclaredSizeIsCheckedBeforeAnythingIsRead) {
+  Case c;
+  const uint64_t n = c.base.size();
+  EXPECT_EQ(test::error_message([&] { xor_mask_frames(c.payload, PayloadFraming::OneFrame, n - 1, "w"); },
+                                ErrorKind::Format),
+            fmt::format("xor mask of tensor 'w': mask of {} bytes declared, tensor has {} bytes", n, n - 1));
+  const std::vector<uint8_t> framed = encode_delta(DeltaEncoding::Xor, c.base, c.target, 1, 40960);
+  EXPECT_EQ(test::error_message([&] { xor_mask_frames(framed, PayloadFraming::Frames, n + 1, "w"); },
+                                ErrorKind::Format),
+            fmt::format("xor mask of tensor 'w': mask of {} bytes declared, tensor has {} bytes", n, n + 1));
+  std::vector<uint8_t> not_zstd = c.payload;
+  not_zstd[0] ^= 0xFF;
+  EXPECT_EQ(test::error_message([&] { xor_mask_frames(not_zstd, PayloadFraming::OneFrame, n, "w"); },
+                                ErrorKind::Format),
+            fmt::format("xor mask of tensor 'w': not a zstd frame ({} bytes, magic number absent)", not_zstd.size()));
+}
+
+TEST(XorMaskPull, OneFrameErrorsAreTheStreamedApplysWords) {
+  Case c;
+  std::vector<uint8_t> truncated = c.payload;
+  truncated.resize(truncated.size() * 2 / 3);
+  EXPECT_EQ(test::error_message([&] { pulled(truncated, PayloadFraming::OneFrame, c.base, 4096); }, ErrorKind::Format),
+            "xor mask of tensor 'w': truncated zstd frame");
+  EXPECT_EQ(streamed_error(truncated, c.base), "xor mask of tensor 'w': truncated zstd frame");
+  std::vector<uint8_t> trailing = c.payload;
+  trailing.push_back(0);
+  EXPECT_EQ(test::error_message([&] { pulled(trailing, PayloadFraming::OneFrame, c.base, 4096); }, ErrorKind::Format),
+            "xor mask of tensor 'w': 1 bytes after the zstd frame");
+  EXPECT_EQ(streamed_error(trailing, c.base), "xor mask of tensor 'w': 1 bytes after the zstd frame");
+  // Declares the tensor's size, then runs on in RLE blocks.
+  const uint64_t n = 300000;
+  const std::vector<uint8_t> bomb = test::ZstdFrameBuilder(n).rle(0, 64 << 20).finish();
+  const std::vector<uint8_t> base(n, 0x11);
+  const std::string expected = "xor mask of tensor 'w': corrupt zstd frame (Destination buffer is too small)";
+  EXPECT_EQ(test::error_message([&] { pulled(bomb, PayloadFraming::OneFrame, base, 1 << 20); }, ErrorKind::Format),
+            expected);
+  EXPECT_EQ(streamed_error(bomb, base), expected);
+}
+
+TEST(XorMaskPull, RawBlocksOfExactlyTheTensorDecodeByteForByte) {
+  const std::vector<uint8_t> mask = random_bytes(200000, 3);
+  const std::vector<uint8_t> frame = test::ZstdFrameBuilder(mask.size()).raw(mask).finish();
+  const std::vector<uint8_t> zeros(mask.size(), 0);
+  EXPECT_EQ(pulled(frame, PayloadFraming::OneFrame, zeros, 1000), mask);
 }
 
 TEST(XorInto, EqualsTheBytewiseXorForEveryLengthAndMisalignment) {
