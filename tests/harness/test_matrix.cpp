@@ -335,7 +335,8 @@ TEST(Matrix, EveryShippedMatrixLoadsWithProfilesAndTpThatFit) {
     }
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "gpt-oss-bf16-cuda.json",
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoints-cuda.json", "checkpoints.json", "disk-frames.json",
+                                             "gpt-oss-bf16-cuda.json",
                                              "gpt-oss-bf16.json", "h200-cpu-prepare.json", "h200-prepare.json",
                                              "h200-x4-glm45-air.json", "h200.json", "nightly-b300.json",
                                              "nightly-h100.json", "pin-check.json",
