@@ -41,14 +41,27 @@ StreamAligner::StreamAligner(const RefitLayout& layout, Transport& transport, Bu
   streams_.resize(static_cast<size_t>(layout.ranks()));
   batch_.payloads.resize(streams_.size());
   if (mode == ReceiveMode::Ahead) {
-    for (int r = 0; r < layout.ranks(); ++r) {
-      ahead_.push_back(std::make_unique<Ahead>());
-      ahead_.back()->thread = std::thread([this, r] { receive_loop(r); });
+    // Every rank's Ahead exists before the first thread starts, and each thread is handed its own: a thread that
+    // looked itself up in ahead_ could read the storage a later push_back had just freed, and lock or wait on a
+    // mutex and condition variable that are garbage.
+    ahead_.reserve(streams_.size());
+    for (size_t r = 0; r < streams_.size(); ++r) ahead_.push_back(std::make_unique<Ahead>());
+    try {
+      for (int r = 0; r < layout.ranks(); ++r) {
+        Ahead& a = *ahead_[static_cast<size_t>(r)];
+        a.thread = std::thread([this, r, &a] { receive_loop(r, a); });
+      }
+    } catch (...) {
+      // No destructor runs after a constructor throws: the threads already started must be joined here.
+      stop_receivers();
+      throw;
     }
   }
 }
 
-StreamAligner::~StreamAligner() {
+StreamAligner::~StreamAligner() { stop_receivers(); }
+
+void StreamAligner::stop_receivers() noexcept {
   for (size_t r = 0; r < ahead_.size(); ++r) {
     Ahead& a = *ahead_[r];
     {
@@ -59,11 +72,12 @@ StreamAligner::~StreamAligner() {
     }
     a.cv.notify_all();
   }
-  for (auto& a : ahead_) a->thread.join();
+  for (auto& a : ahead_) {
+    if (a->thread.joinable()) a->thread.join();
+  }
 }
 
-void StreamAligner::receive_loop(int rank) {
-  Ahead& a = *ahead_[static_cast<size_t>(rank)];
+void StreamAligner::receive_loop(int rank, Ahead& a) {
   std::unique_lock lock(a.mu);
   while (true) {
     a.cv.wait(lock, [&] { return a.stop || (a.asked && !a.ready); });

@@ -116,7 +116,10 @@ class StreamAligner {
   /// then starts on the batch after it unless this one ends the stream (Ahead).
   ReceivedBatch receive(int rank, PooledBuffer& buffer);
   void ask(int rank);
-  void receive_loop(int rank);
+  /// Rank `rank`'s receive thread; `a` is its entry of ahead_.
+  void receive_loop(int rank, Ahead& a);
+  /// Stops and joins the receive threads started (Ahead), cancelling the receives still running.
+  void stop_receivers() noexcept;
   void validate(int rank, const WireEntry& e, uint64_t payload_bytes);
 
   const RefitLayout& layout_;

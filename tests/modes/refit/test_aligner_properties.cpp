@@ -154,6 +154,31 @@ TEST_P(RefitAligner, AReceiveAheadStillRunningIsCancelledWhenTheAlignerGoes) {
   });
 }
 
+TEST_P(RefitAligner, ReceiveThreadsOfManyRanksStartAndStopIdle) {
+  // Many ranks: each receive thread starts while the constructor is still starting the ones after it, which is
+  // where a thread reading aligner state still being built would crash (and where ThreadSanitizer reports it on
+  // every run). An aligner gone before any receive was asked lends no buffer and cancels no receiver: every sender
+  // can still send.
+  const int ranks = 33;
+  std::vector<std::vector<TensorSpec>> specs(ranks, {{fmt_name(0), DType::U8, {64}}});
+  hang_guard([&] {
+    RefitLayout layout(specs);
+    const auto transport = make(ranks, 64);
+    BufferPool pool(64, 2 * ranks, kPoison);
+    for (int i = 0; i < 20; ++i) {
+      StreamAligner aligner(layout, *transport, pool, ReceiveMode::Ahead);
+    }
+    EXPECT_EQ(pool.max_outstanding(), 0u);
+    const auto shards = make_shards(specs);
+    for (int r = 0; r < ranks; ++r) {
+      Bucket bucket;
+      bucket.entries = plan_buckets(r, shards.weights(r), 64).at(0);
+      bucket.payload = shards.data[static_cast<size_t>(r)][0];
+      EXPECT_NO_THROW(transport->sender(r).send(std::move(bucket))) << "rank " << r;
+    }
+  });
+}
+
 TEST_P(RefitAligner, PayloadIndexIsTheRankOnEveryThread) {
   // Shards filled with their rank id; four receiver threads, each must see only its own id, each receiving ahead on
   // a thread of its own.
