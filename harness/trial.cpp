@@ -131,12 +131,16 @@ void update_under_probe(EngineClient& client, uint32_t from, uint32_t target, bo
   o.samples = probe.samples();
 }
 
-/// A prepare of a version that was never published, and the engine's state afterwards.
-MissingTargetOutcome try_missing_target(EngineClient& client, uint32_t missing, uint32_t target,
-                                        const Checksums& checksums, const std::string& target_fp) {
+/// A prepare of a version that was never published, and whether the engine's state is what it was just before:
+/// its weight version, its storage checksums (`checksums`, read just before) and its fingerprint. Compared with the
+/// state before the attempt, not with the target's: after a failed update the engine rightly still serves the
+/// version it had, and the check is that this attempt changed nothing.
+MissingTargetOutcome try_missing_target(EngineClient& client, uint32_t missing, const Checksums& checksums) {
   MissingTargetOutcome o;
   o.missing = missing;
   o.engine_reports_kinds = client.reports_error_kinds();
+  const uint32_t version_before = client.weight_version();
+  const std::string fp_before = fingerprint(client.generate(probe_request()));
   try {
     client.prepare(missing);
     o.accepted = true;
@@ -145,8 +149,8 @@ MissingTargetOutcome try_missing_target(EngineClient& client, uint32_t missing, 
     o.message = e.what();
   }
   const std::string fp_after = fingerprint(client.generate(probe_request()));
-  o.unchanged = client.weight_version() == target && checksum_diff(client.storage_checksums(), checksums).empty() &&
-                fp_after == target_fp;
+  o.unchanged = client.weight_version() == version_before &&
+                checksum_diff(client.storage_checksums(), checksums).empty() && fp_after == fp_before;
   return o;
 }
 
@@ -270,7 +274,7 @@ void run_trial_body(int index, const TrialSetup& in, std::string& previous_fp, C
     checks.add(check_storage_pointers_unchanged(pointers0, client.storage_pointers()));
   }
   checks.add(check_missing_target_rejected(
-      try_missing_target(client, cell.publish_versions + 1000, target, checksums, in.target.fingerprint)));
+      try_missing_target(client, cell.publish_versions + 1000, checksums)));
 
   // Records.
   trial.times_s = times_record(o, tally.first_target);

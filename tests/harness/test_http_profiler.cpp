@@ -230,10 +230,19 @@ TEST(HttpProfilerFaults, WrongShapeIsNamedWithTheField) {
 
 TEST(HttpProfilerFaults, ARefusedCommitIsAFailedUpdateWithTheServersMessage) {
   test::TempDir dir;
-  const std::string reason = trial_reason(run(http_cell("disk", {"refuse:/update_weights_from_disk"}, "sglang"), dir));
-  EXPECT_EQ(reason,
+  const json result = run(http_cell("disk", {"refuse:/update_weights_from_disk"}, "sglang"), dir);
+  EXPECT_EQ(trial_reason(result),
             "update_succeeds: POST /update_weights_from_disk: HTTP 400: the server refused: '{\"message\":\"POST "
             "/update_weights_from_disk: fault refuse\",\"success\":false}'");
+  // The engine still serves v0 after the refused update: the missing-target attempt that follows is judged against
+  // that state (it changed nothing), not against the target the update never reached.
+  ASSERT_EQ(result["trials"].size(), 1u);
+  for (const auto& check : result["trials"][0]["checks"]) {
+    if (check["name"] != "missing_target_rejected") continue;
+    EXPECT_TRUE(check["pass"].get<bool>()) << check.dump();
+    EXPECT_TRUE(check["detail"].get<std::string>().starts_with("rejected (missing): version 001003 not published in "))
+        << check.dump();
+  }
 }
 
 TEST(HttpProfilerFaults, AMissingEndpointIsA404NamingIt) {
