@@ -89,19 +89,18 @@ void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data
 
 void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data, const std::string& tensor,
                        const XorProgress& progress) {
-  const std::string what = fmt::format("xor mask of tensor '{}'", tensor);
-  const uint64_t declared = zstd_declared_size(payload, what);  // header first: refuse a wrong size up front
-  if (declared != data.size()) {
-    throw Error(ErrorKind::Format,
-                fmt::format("{}: mask of {} bytes declared, tensor has {} bytes", what, declared, data.size()));
-  }
+  xor_mask_frames(payload, PayloadFraming::OneFrame, data.size(), tensor);  // header first: refuse a wrong size
   std::string error;
   const size_t applied = stream_xor(payload, data, data.size(), error, progress ? &progress : nullptr);
   if (!error.empty()) {
     std::string ignored;  // the prefix decodes identically: xoring it again restores the tensor
     stream_xor(payload, data, applied, ignored, nullptr);
-    throw Error(ErrorKind::Format, fmt::format("{}: {}", what, error));
+    throw_xor_mask_error(tensor, error);
   }
+}
+
+void throw_xor_mask_error(const std::string& tensor, const std::string& reason) {
+  throw Error(ErrorKind::Format, fmt::format("xor mask of tensor '{}': {}", tensor, reason));
 }
 
 std::vector<ZstdFrameExtent> xor_mask_frames(std::span<const uint8_t> payload, PayloadFraming framing,
@@ -116,8 +115,8 @@ std::vector<ZstdFrameExtent> xor_mask_frames(std::span<const uint8_t> payload, P
     declared = frames.back().content_begin + frames.back().content;
   }
   if (declared != tensor_bytes) {
-    throw Error(ErrorKind::Format,
-                fmt::format("{}: mask of {} bytes declared, tensor has {} bytes", what, declared, tensor_bytes));
+    throw_xor_mask_error(tensor,
+                         fmt::format("mask of {} bytes declared, tensor has {} bytes", declared, tensor_bytes));
   }
   return frames;
 }

@@ -37,6 +37,10 @@ void apply_xor_payload(std::span<const uint8_t> payload, std::span<uint8_t> data
 std::vector<ZstdFrameExtent> xor_mask_frames(std::span<const uint8_t> payload, PayloadFraming framing,
                                              uint64_t tensor_bytes, const std::string& tensor);
 
+/// Throws Error(Format) "xor mask of tensor 'T': <reason>": how every xor decoder words a MaskReader reason (and
+/// apply_xor_payload its own), so a bad frame reads the same from every prepare path.
+[[noreturn]] void throw_xor_mask_error(const std::string& tensor, const std::string& reason);
+
 /// Reads the xor mask of one payload front to back, in pieces the caller chooses, with a zstd decoder reused from
 /// payload to payload (a prepare worker keeps one per delta step: no decoder allocated per tensor). It can start
 /// at any frame of a multi-frame payload, so several readers decode disjoint ranges of one mask in parallel.

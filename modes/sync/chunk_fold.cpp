@@ -35,10 +35,6 @@ TensorChunkFold::TensorChunkFold(const UpdatePlan& plan, const TensorSpec& spec,
   piece_.reserve(kBlock);
 }
 
-void TensorChunkFold::fail(const std::string& reason) const {
-  throw Error(ErrorKind::Format, fmt::format("xor mask of tensor '{}': {}", spec_.name, reason));
-}
-
 void TensorChunkFold::apply(std::span<uint8_t> chunk) {
   const uint64_t size = spec_.bytes();
   if (chunk.size() > size - position_) {
@@ -56,7 +52,7 @@ void TensorChunkFold::apply_block(std::span<uint8_t> block) {
   const uint64_t begin = position_, end = position_ + block.size();
   for (Step& s : steps_) {
     if (s.is_xor) {
-      if (std::string error = s.mask.read({piece_.data(), block.size()}); !error.empty()) fail(error);
+      if (std::string error = s.mask.read({piece_.data(), block.size()}); !error.empty()) throw_xor_mask_error(spec_.name, error);
       xor_into(block.data(), piece_.data(), block.size());
       continue;
     }
@@ -84,7 +80,7 @@ void TensorChunkFold::finish(const std::function<std::vector<uint8_t>()>& final_
   }
   for (Step& s : steps_) {
     if (!s.is_xor) continue;
-    if (std::string error = s.mask.finish(); !error.empty()) fail(error);
+    if (std::string error = s.mask.finish(); !error.empty()) throw_xor_mask_error(spec_.name, error);
   }
   verifier_.require_verified_to(spec_.bytes(), spec_.name, version_string(version_));
   // A matching checksum only proves the bytes are the publisher's: a NaN/Inf code or an E8M0 0xFF scale would still

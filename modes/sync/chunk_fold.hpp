@@ -5,17 +5,16 @@
 // tensor through (disk mode: from the base checkpoint into a temporary file) and keeps nothing else of it.
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/checksum.hpp"
+#include "core/scratch_bytes.hpp"
 #include "core/tensor_spec.hpp"
 #include "models/quant/code_check.hpp"
-#include "publication/publication.hpp"
-#include "core/scratch_bytes.hpp"
 #include "publication/delta_codec.hpp"
+#include "publication/publication.hpp"
 #include "publication/xor_stream.hpp"
 
 namespace wsb {
@@ -53,7 +52,6 @@ class TensorChunkFold {
     OverwriteBody overwrite;              ///< overwrite
     uint64_t next = 0;                    ///< first overwrite position not yet applied
   };
-  [[noreturn]] void fail(const std::string& reason) const;
   void apply_block(std::span<uint8_t> block);
 
   TensorSpec spec_;

@@ -83,10 +83,6 @@ TensorFold::TensorFold(const UpdatePlan& plan, const TensorSpec& spec, std::span
   suspect_.assign(segment_count(), 0);
 }
 
-void TensorFold::fail(const std::string& reason) const {
-  throw Error(ErrorKind::Format, fmt::format("xor mask of tensor '{}': {}", spec_.name, reason));
-}
-
 void TensorFold::open_readers(FoldScratch& scratch, uint64_t begin) {
   if (scratch.readers.size() < steps_.size()) scratch.readers.resize(steps_.size());
   scratch.mask.reserve(chunk_);
@@ -122,7 +118,7 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
     for (size_t i = 0; i < steps_.size(); ++i) {
       Step& st = steps_[i];
       if (st.encoding == DeltaEncoding::Xor) {
-        if (std::string error = scratch.readers[i].read({first ? mask : piece, n}); !error.empty()) fail(error);
+        if (std::string error = scratch.readers[i].read({first ? mask : piece, n}); !error.empty()) throw_xor_mask_error(spec_.name, error);
         if (!first) xor_into(mask, piece, n);
       } else {
         if (first) std::memset(mask, 0, n);
@@ -159,7 +155,7 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
   // Each reader must be exactly at the end of a frame (and, for a one-frame payload, of the payload).
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (steps_[i].encoding != DeltaEncoding::Xor) continue;
-    if (std::string error = scratch.readers[i].finish(); !error.empty()) fail(error);
+    if (std::string error = scratch.readers[i].finish(); !error.empty()) throw_xor_mask_error(spec_.name, error);
   }
   return true;
 }

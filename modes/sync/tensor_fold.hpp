@@ -102,7 +102,6 @@ class TensorFold {
     OverwriteBody* body = nullptr;        ///< overwrite
   };
   void open_readers(FoldScratch& scratch, uint64_t begin);
-  [[noreturn]] void fail(const std::string& reason) const;
 
   TensorSpec spec_;
   std::span<uint8_t> bytes_;

@@ -106,7 +106,7 @@ std::vector<uint8_t> pulled(const std::vector<uint8_t>& payload, PayloadFraming 
   reader.open(payload, frames, data.size(), 0);
   std::vector<uint8_t> piece(chunk);
   const auto check = [](const std::string& error) {
-    if (!error.empty()) throw Error(ErrorKind::Format, "xor mask of tensor 'w': " + error);
+    if (!error.empty()) throw_xor_mask_error("w", error);
   };
   for (size_t at = 0; at < data.size(); at += chunk) {
     const size_t n = std::min(chunk, data.size() - at);
