@@ -18,10 +18,16 @@
 // (0 = xor, 1 = overwrite: the delta encodings of the publication format) and checksum_ranges (0 = one xxh3-128
 // per tensor, the fork's "xxh3-128"; 32 MiB = "xxh3-128-ranges", only with zstd-frames).
 // Counters: canonical_GB; apply_verify_s, transform_s, plan_stage_s; floor_GBps (memcpy, same threads) and
-// floor_ratio = (apply_verify + transform) / (canonical bytes / floor); s_per_GB of the same time.
+// floor_ratio = (apply_verify + transform) / (canonical bytes / floor); s_per_GB of the same time; decode_floor_s,
+// the zstd decode of every payload the prepare folds (steps 1..target, every frame once, on the prepare's threads,
+// output discarded in a cache-sized buffer: the decode work no fold can skip, measured in the same process) and
+// decode_ratio = (apply_verify + transform) / decode_floor_s. A catch-up decodes one mask per step, so the part of
+// its time that grows with the step count is bounded below by decode_floor_s, not by memcpy.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -40,7 +46,10 @@
 #include "models/profile/profile.hpp"
 #include "modes/cpu/cpu_mode.hpp"
 #include "publication/delta_codec.hpp"
+#include "publication/publication.hpp"
 #include "publication/store.hpp"
+#include "publication/xor_stream.hpp"
+#include "publication/zstd_frame.hpp"
 #include "publisher/publisher.hpp"
 
 namespace {
@@ -113,6 +122,62 @@ struct Fixture {
   }
 };
 
+/// Seconds to zstd-decode every payload of DELTA steps 1..target in `store` on `threads` threads: each frame is one
+/// task (a one-frame payload is one task), decoded in 1 MiB pieces into a per-thread buffer that stays in cache.
+/// The least decode work of a fold of those steps (it neither reads nor writes the tensors). Throws as MaskReader
+/// words a corrupt frame.
+double decode_floor_seconds(const fs::path& store, uint32_t target, int threads) {
+  struct Task {
+    std::span<const uint8_t> payload;
+    std::vector<wsb::ZstdFrameExtent> frames;  // empty: one frame of `total` bytes
+    uint64_t total = 0, begin = 0, end = 0;
+  };
+  std::vector<std::unique_ptr<wsb::CheckpointReader>> readers;
+  std::vector<Task> tasks;
+  for (uint32_t v = 1; v <= target; ++v) {
+    readers.push_back(std::make_unique<wsb::CheckpointReader>(wsb::Store(store).update_dir(v)));
+    const auto& reader = *readers.back();
+    const auto framing = wsb::parse_manifest(reader.index(), reader.dir().string()).framing;
+    for (const auto& name : reader.tensor_names()) {
+      const auto payload = reader.data(name);
+      if (framing == wsb::PayloadFraming::OneFrame) {
+        const uint64_t total = wsb::zstd_declared_size(payload, name);
+        tasks.push_back({payload, {}, total, 0, total});
+        continue;
+      }
+      auto frames = wsb::zstd_frame_extents(payload, UINT64_MAX, name);
+      uint64_t total = 0;
+      for (const auto& f : frames) total += f.content;
+      for (const auto& f : frames) tasks.push_back({payload, frames, total, f.content_begin, f.content_begin + f.content});
+    }
+  }
+  for (const auto& t : tasks) benchmark::DoNotOptimize(t.payload.data());  // pages in before the clock starts
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) {
+    pool.emplace_back([&] {
+      std::vector<uint8_t> out(1 << 20);
+      wsb::MaskReader reader;
+      for (size_t k; (k = next.fetch_add(1)) < tasks.size();) {
+        const Task& t = tasks[k];
+        reader.open(t.payload, t.frames, t.total, t.begin);
+        for (uint64_t at = t.begin; at < t.end;) {
+          const auto n = static_cast<size_t>(std::min<uint64_t>(out.size(), t.end - at));
+          if (!reader.read({out.data(), n}).empty()) failed = true;
+          at += n;
+        }
+        benchmark::DoNotOptimize(out.data());
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (failed) throw std::runtime_error("decode floor: a payload of " + store.string() + " did not decode");
+  return seconds;
+}
+
 Fixture& fixture(const Cell& cell, uint64_t frame_bytes, wsb::DeltaEncoding encoding, uint64_t range_bytes,
                  int threads) {
   static std::unique_ptr<Fixture> current;
@@ -157,6 +222,9 @@ void run_prepare(benchmark::State& state, const Cell& cell) {
   state.counters["floor_GBps"] = gbps;
   state.counters["floor_ratio"] = (apply + transform) / n / floor_s;
   state.counters["s_per_GB"] = (apply + transform) / n / (static_cast<double>(f.canonical_bytes) / 1e9);
+  const double decode_s = decode_floor_seconds(f.dir / "store", target, threads);
+  state.counters["decode_floor_s"] = decode_s;
+  state.counters["decode_ratio"] = (apply + transform) / n / decode_s;
 }
 
 void add(const Cell& cell, std::vector<int64_t> targets, int iterations) {
