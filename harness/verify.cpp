@@ -173,6 +173,11 @@ Check check_generation_during_prepare(const std::vector<ProbeSample>& samples, c
   // A window shorter than a few scheduler time slices (kKernelSliceS) or three decode steps cannot be required to
   // contain one: on a busy 2-core machine the kernel may run only prepare's threads for that long.
   constexpr double kKernelSliceS = 0.020;
+  // A prepare that threw has no end time, so it has no window to count decode steps in.
+  if (w.prepare_end == 0) {
+    return make_check(check_names::kGenerationDuringPrepare, false,
+                      "the prepare did not return: no prepare window to count decode steps in");
+  }
   const StepStats steps = step_stats(samples, w.prepare_start, w.prepare_end);
   const double window = w.prepare_end - w.prepare_start;
   const bool generated = steps.inside > 0 || window < std::max(kKernelSliceS, 3 * steps.median_interval);

@@ -93,6 +93,7 @@ Check check_update_succeeds(const std::string& error);
 Check check_probes_exact(const ProbeTally& tally);
 /// generation_during_prepare: decode steps ended inside the prepare window, unless the window was shorter than a
 /// few scheduler time slices or three median decode steps (a busy host may run only prepare's threads that long).
+/// Fails, saying so, when the prepare did not return (window.prepare_end == 0).
 Check check_generation_during_prepare(const std::vector<ProbeSample>& samples, const UpdateWindow& window,
                                       bool update_ok, int responses_during_prepare);
 /// probes_after_commit: at least one response was sent after the commit returned.

@@ -1,7 +1,7 @@
 // The probe tally of one trial (harness/verify.hpp): exact fingerprints at one version, responses whose steps span
 // two versions (failed unless the cell accepts mixed responses, then counted and not judged), aborted responses
 // counted and not judged, and a real server's responses in flight across the commit when it reports no step
-// versions.
+// versions. generation_during_prepare of a prepare that returned and of one that threw.
 #include <gtest/gtest.h>
 
 #include "harness/verify.hpp"
@@ -81,6 +81,23 @@ TEST(TallyProbes, WithoutStepVersionsOnlyAnAcceptedCellSparesAResponseAcrossTheC
   EXPECT_EQ(strict.first_wrong, "response at version 000001 has fingerprint mix");
   // After the commit nothing is spared.
   EXPECT_EQ(tally_probes({sample(4.1, 4.2, 1, "mix")}, kWindow, ProbeExpectation{"a", 1, "b", true}).wrong, 1);
+}
+
+TEST(GenerationDuringPrepare, CountsTheDecodeStepsInsideTheWindow) {
+  ProbeSample s = sample(0.9, 1.7, 0, "a", {0, 0, 0});
+  s.step_times = {1.2, 1.4, 1.6};
+  const Check c = check_generation_during_prepare({s}, kWindow, true, 1);
+  EXPECT_EQ(c.name, "generation_during_prepare");
+  EXPECT_TRUE(c.pass);
+  EXPECT_EQ(c.detail, "3 decode steps and 1 complete responses (all at v0) inside the 1 s prepare; median step 0.2 s");
+}
+
+TEST(GenerationDuringPrepare, APrepareThatThrewHasNoWindowAndSaysSo) {
+  // The trial records no prepare end when prepare throws: the window is not end - start (a negative duration).
+  const UpdateWindow threw{16.0, 0.0, 0.0, 0.0};
+  const Check c = check_generation_during_prepare({sample(16.1, 16.2, 0, "a", {0, 0})}, threw, false, 0);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.detail, "the prepare did not return: no prepare window to count decode steps in");
 }
 
 }  // namespace
