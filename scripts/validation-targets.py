@@ -5,7 +5,9 @@ cell, next to its target, with peak RSS against its bound, plus the linear-cost 
 
 Targets: cpu commit <= 1.10 x the H2D time of the rank images; cpu prepare <= 3 x canonical bytes / memcpy GB/s; cpu
 peak RSS <= canonical + rank images + 2 GiB; disk commit <= 1.3 x max(disk-read time, H2D time) of the rank images;
-disk peak RSS <= 4 GiB; prepare and commit seconds per GB within +-10% over the `linear/` cells' expert counts.
+disk peak RSS <= 4 GiB; refit commit <= 1.10 x the H2D time (the pause is the rank-image copy, as in cpu mode),
+refit prepare.stream >= 10 GB/s per rank for llama-3.1-8b-bf16 at TP 1 (refit peak RSS is shown, not judged: its
+in-process trainer holds its own images); prepare and commit seconds per GB within +-10% over the `linear/` cells' expert counts.
 
   scripts/validation-targets.py RESULTS.json --out DIR    -> DIR/targets.json, DIR/targets.md
 
@@ -47,6 +49,16 @@ def cell_rows(cell):
             row["prepare_ratio"] = ts["prepare"] / prep_floor if prep_floor else None
             row["prepare_target"] = 1.0  # prepare <= 3 x canonical / memcpy
             row["rss_bound_bytes"] = canonical + image + 2 * GIB
+        elif cell["mode"] == "refit":
+            # The pause is the rank-image copy, as in cpu mode; prepare is the trainer's stream into the rank images,
+            # judged per rank in GB/s (>= 10 for llama-3.1-8b at TP 1).
+            row["commit_ratio"] = ts["commit"] / h2d_s if h2d_s else None
+            row["commit_target"] = 1.10
+            stream = [p for p in t.get("phases", []) if p["name"] == "prepare.stream" and p["seconds"] > 0]
+            row["stream_gbps_per_rank"] = (stream[0]["bytes"] / cell["tp"] / stream[0]["seconds"] / 1e9
+                                           if stream else None)
+            row["stream_target_gbps"] = 10 if cell["model"] == "llama-3.1-8b-bf16" and cell["tp"] == 1 else None
+            row["rss_bound_bytes"] = None  # no memory target for refit: its peak is reported, not judged
         else:
             floor = max(x for x in (h2d_s, disk_s) if x is not None) if (h2d_s or disk_s) else None
             row["commit_floor_s"] = floor
@@ -71,6 +83,24 @@ def fmt(x, spec=".3f"):
     return "—" if x is None else format(x, spec)
 
 
+def prepare_ratio_text(c):
+    """cpu: the worst prepare ratio to its floor; refit: the slowest trial's stream GB/s per rank."""
+    t = c["trials"]
+    if c["mode"] == "cpu":
+        return fmt(worst(t, "prepare_ratio"), ".2f")
+    if c["mode"] == "refit":
+        vals = [r["stream_gbps_per_rank"] for r in t if r.get("stream_gbps_per_rank") is not None]
+        return fmt(min(vals), ".2f") + " GB/s per rank" if vals else "—"
+    return "—"
+
+
+def prepare_target_text(c):
+    if c["mode"] == "cpu":
+        return "≤ 1 (3× floor)"
+    target = c["trials"][0].get("stream_target_gbps") if c["trials"] else None
+    return f"≥ {target} GB/s per rank" if c["mode"] == "refit" and target else "—"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
@@ -90,9 +120,8 @@ def main():
             c["id"], c["status"], c["rank_image_bytes"], fmt(f["h2d_gbps"], ".2f"), fmt(f["disk_read_gbps"], ".2f"),
             fmt(f["host_memcpy_gbps"], ".2f"), fmt(worst(t, "commit_s")), fmt(worst(t, "commit_ratio"), ".2f"),
             t[0]["commit_target"] if t else "—", fmt(worst(t, "prepare_s")),
-            fmt(worst(t, "prepare_ratio"), ".2f") if c["mode"] == "cpu" else "—",
-            "≤ 1 (3× floor)" if c["mode"] == "cpu" else "—", fmt(worst(t, "pause_s")),
-            fmt((worst(t, "rss_peak_bytes") or 0) / GIB, ".2f"), fmt(t[0]["rss_bound_bytes"] / GIB, ".2f") if t else "—",
+            prepare_ratio_text(c), prepare_target_text(c), fmt(worst(t, "pause_s")),
+            fmt((worst(t, "rss_peak_bytes") or 0) / GIB, ".2f"), fmt(t[0]["rss_bound_bytes"] / GIB, ".2f") if t and t[0]["rss_bound_bytes"] else "—",
             fmt(statistics.median(cupti), ".2f") if cupti else "—"))
     # Linear cost: seconds per GB of prepare and commit from the smallest to the largest expert count.
     linear = [c for c in cells if c["id"].startswith("linear/") and c["trials"]]
