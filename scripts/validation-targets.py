@@ -7,7 +7,8 @@ Targets: cpu commit <= 1.10 x the H2D time of the rank images; cpu prepare <= 3 
 peak RSS <= canonical + rank images + 2 GiB; disk commit <= 1.3 x max(disk-read time, H2D time) of the rank images;
 disk peak RSS <= 4 GiB; refit commit.copy (the rank-image copy inside the commit call) <= 1.10 x the H2D time,
 refit prepare.stream >= 10 GB/s per rank for llama-3.1-8b-bf16 at TP 1 (refit peak RSS is shown, not judged: its
-in-process trainer holds its own images); prepare and commit seconds per GB within +-10% over the `linear/` cells' expert counts.
+in-process trainer holds its own images); prepare and commit seconds per GB within +-10% over the `linear/` cells'
+expert counts.
 
   scripts/validation-targets.py RESULTS.json --out DIR    -> DIR/targets.json, DIR/targets.md
 
@@ -124,7 +125,8 @@ def main():
             fmt(f["host_memcpy_gbps"], ".2f"), fmt(worst(t, "commit_s")), fmt(worst(t, "commit_ratio"), ".2f"),
             t[0]["commit_target"] if t else "—", fmt(worst(t, "prepare_s")),
             prepare_ratio_text(c), prepare_target_text(c), fmt(worst(t, "pause_s")),
-            fmt((worst(t, "rss_peak_bytes") or 0) / GIB, ".2f"), fmt(t[0]["rss_bound_bytes"] / GIB, ".2f") if t and t[0]["rss_bound_bytes"] else "—",
+            fmt((worst(t, "rss_peak_bytes") or 0) / GIB, ".2f"),
+            fmt(t[0]["rss_bound_bytes"] / GIB, ".2f") if t and t[0]["rss_bound_bytes"] else "—",
             fmt(statistics.median(cupti), ".2f") if cupti else "—"))
     # Linear cost: seconds per GB of prepare and commit from the smallest to the largest expert count.
     linear = [c for c in cells if c["id"].startswith("linear/") and c["trials"]]

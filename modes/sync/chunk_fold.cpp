@@ -52,7 +52,9 @@ void TensorChunkFold::apply_block(std::span<uint8_t> block) {
   const uint64_t begin = position_, end = position_ + block.size();
   for (Step& s : steps_) {
     if (s.is_xor) {
-      if (std::string error = s.mask.read({piece_.data(), block.size()}); !error.empty()) throw_xor_mask_error(spec_.name, error);
+      if (std::string error = s.mask.read({piece_.data(), block.size()}); !error.empty()) {
+        throw_xor_mask_error(spec_.name, error);
+      }
       xor_into(block.data(), piece_.data(), block.size());
       continue;
     }

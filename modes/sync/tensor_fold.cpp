@@ -118,7 +118,9 @@ bool TensorFold::fold_segment(size_t s, FoldScratch& scratch, const FoldChunkSin
     for (size_t i = 0; i < steps_.size(); ++i) {
       Step& st = steps_[i];
       if (st.encoding == DeltaEncoding::Xor) {
-        if (std::string error = scratch.readers[i].read({first ? mask : piece, n}); !error.empty()) throw_xor_mask_error(spec_.name, error);
+        if (std::string error = scratch.readers[i].read({first ? mask : piece, n}); !error.empty()) {
+          throw_xor_mask_error(spec_.name, error);
+        }
         if (!first) xor_into(mask, piece, n);
       } else {
         if (first) std::memset(mask, 0, n);
