@@ -181,10 +181,13 @@ Check check_generation_during_prepare(const std::vector<ProbeSample>& samples, c
   const StepStats steps = step_stats(samples, w.prepare_start, w.prepare_end);
   const double window = w.prepare_end - w.prepare_start;
   const bool generated = steps.inside > 0 || window < std::max(kKernelSliceS, 3 * steps.median_interval);
+  // A prepare that returned before a failed commit still had its window: the counts stay, and the detail says the
+  // update failed so that it does not read as a success beside a failed check.
   return make_check(check_names::kGenerationDuringPrepare, update_ok && generated,
                     fmt::format("{} decode steps and {} complete responses (all at v0) inside the {:.3g} s prepare; "
-                                "median step {:.3g} s",
-                                steps.inside, responses_during_prepare, window, steps.median_interval));
+                                "median step {:.3g} s{}",
+                                steps.inside, responses_during_prepare, window, steps.median_interval,
+                                update_ok ? "" : "; the update failed after the prepare (see update_succeeds)"));
 }
 
 Check check_probes_after_commit(const ProbeTally& t) {
@@ -214,8 +217,8 @@ Check check_storage_pointers_unchanged(const std::vector<std::vector<StoragePoin
 
 Check check_missing_target_rejected(const MissingTargetOutcome& o) {
   // An engine whose rejections carry no kind (a fork without error_kind) cannot say "missing": any rejection counts.
-  const bool rejected =
-      !o.accepted && o.kind && (*o.kind == ErrorKind::Missing || (!o.engine_reports_kinds && *o.kind == ErrorKind::State));
+  const bool rejected = !o.accepted && o.kind &&
+                        (*o.kind == ErrorKind::Missing || (!o.engine_reports_kinds && *o.kind == ErrorKind::State));
   std::string detail;
   if (o.accepted) {
     detail = fmt::format("prepare {} was accepted", version_string(o.missing));

@@ -74,8 +74,8 @@ struct ProbeExpectation {
   uint32_t from = 0;  ///< the version served before the update (a cell's earlier updates went to it)
 };
 
-/// Judges every response: it must carry `from` with `fp0` or `target` with `target_fp`, `from` before the commit and the
-/// target after it. A response whose token versions differ (in_place) is wrong unless the cell accepts mixed
+/// Judges every response: it must carry `from` with `fp0` or `target` with `target_fp`, `from` before the commit and
+/// the target after it. A response whose token versions differ (in_place) is wrong unless the cell accepts mixed
 /// responses; an aborted one is counted and its (partial) fingerprint not judged.
 ProbeTally tally_probes(const std::vector<ProbeSample>& samples, const UpdateWindow& window,
                         const ProbeExpectation& expect);
@@ -93,7 +93,8 @@ Check check_update_succeeds(const std::string& error);
 Check check_probes_exact(const ProbeTally& tally);
 /// generation_during_prepare: decode steps ended inside the prepare window, unless the window was shorter than a
 /// few scheduler time slices or three median decode steps (a busy host may run only prepare's threads that long).
-/// Fails, saying so, when the prepare did not return (window.prepare_end == 0).
+/// Fails, saying so, when the prepare did not return (window.prepare_end == 0), and when the update failed after
+/// the prepare returned (`update_ok` false: the commit threw).
 Check check_generation_during_prepare(const std::vector<ProbeSample>& samples, const UpdateWindow& window,
                                       bool update_ok, int responses_during_prepare);
 /// probes_after_commit: at least one response was sent after the commit returned.

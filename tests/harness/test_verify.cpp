@@ -1,7 +1,8 @@
 // The probe tally of one trial (harness/verify.hpp): exact fingerprints at one version, responses whose steps span
 // two versions (failed unless the cell accepts mixed responses, then counted and not judged), aborted responses
 // counted and not judged, and a real server's responses in flight across the commit when it reports no step
-// versions. generation_during_prepare of a prepare that returned and of one that threw.
+// versions. generation_during_prepare of a prepare that returned, of one that threw, and of a commit that threw
+// after it.
 #include <gtest/gtest.h>
 
 #include "harness/verify.hpp"
@@ -98,6 +99,15 @@ TEST(GenerationDuringPrepare, APrepareThatThrewHasNoWindowAndSaysSo) {
   const Check c = check_generation_during_prepare({sample(16.1, 16.2, 0, "a", {0, 0})}, threw, false, 0);
   EXPECT_FALSE(c.pass);
   EXPECT_EQ(c.detail, "the prepare did not return: no prepare window to count decode steps in");
+}
+
+TEST(GenerationDuringPrepare, ACommitThatThrewAfterTheWindowFailsAndSaysSo) {
+  ProbeSample s = sample(0.9, 1.7, 0, "a", {0, 0, 0});
+  s.step_times = {1.2, 1.4, 1.6};
+  const Check c = check_generation_during_prepare({s}, kWindow, false, 1);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.detail, "3 decode steps and 1 complete responses (all at v0) inside the 1 s prepare; median step 0.2 s; "
+                      "the update failed after the prepare (see update_succeeds)");
 }
 
 }  // namespace
