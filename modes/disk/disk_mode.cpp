@@ -7,6 +7,8 @@
 
 #include <fstream>
 #include <memory>
+#include <system_error>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "core/checksum.hpp"
@@ -29,6 +31,12 @@ DiskMode::DiskMode(SyncContext context) : context_(std::move(context)) {
   // Two staging buffers of the largest storage, allocated (and pinned on CUDA) once, never inside a pause: the
   // reload reads/transforms storage i into one while storage i-1 is copied out of the other.
   for (auto& buffer : staging_) buffer = HostBuffer(staging_bytes_, 4096, context_.pinner);
+}
+
+DiskMode::~DiskMode() { finish_retiring(); }
+
+void DiskMode::finish_retiring() {
+  if (retiring_.joinable()) retiring_.join();
 }
 
 fs::path DiskMode::checkpoint_dir() const { return context_.workdir / "checkpoint"; }
@@ -179,11 +187,19 @@ void DiskMode::swap_in(const Store& store, const DiskBase& base, const UpdatePla
       plan.steps.empty() ? publication_digest(Publication(store, target)) : publication_digest(*plan.steps.back());
   write_state(DiskLineageState{target, base.seeded_from, fs::absolute(store.root()).lexically_normal().string(),
                                digest});
-  fs::remove_all(old, ec);
+  // The replaced checkpoint, now without a state file, is never a base again: the commit removes it once the
+  // reload is done (a later swap removes it first if no commit came).
+  if (fs::exists(old)) retired_ = old;
 }
 
 void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
   (void)served;
+  if (retiring_.joinable() && !retire_done_.load()) {
+    // The last commit's cleanup is still unlinking the checkpoint it replaced: the swap below reuses its name.
+    ScopedPhase phase(log, "prepare.retire_wait");
+    finish_retiring();
+  }
+  finish_retiring();
   Store store(context_.store);
   auto state = read_state();
   if (state && !state_matches(*state, store)) state.reset();  // another store, or the version was re-published
@@ -304,8 +320,27 @@ void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
     storages.write(static_cast<int>(r), s, 0, out);
     fault_point(context_.fault_hook, {FaultPoint::CommitStorageWritten, static_cast<int>(r), s, spec.name});
   }
-  ScopedPhase phase(log, "commit.copy_wait");
-  storages.synchronize();
+  {
+    ScopedPhase phase(log, "commit.copy_wait");
+    storages.synchronize();
+  }
+  retire_in_background();
+}
+
+void DiskMode::retire_in_background() {
+  if (retired_.empty()) return;
+  const fs::path old = std::exchange(retired_, fs::path());
+  auto remove = [old, done = &retire_done_] {
+    std::error_code ec;
+    fs::remove_all(old, ec);  // a leftover is removed by the next swap
+    done->store(true);
+  };
+  retire_done_ = false;
+  try {
+    retiring_ = std::thread(remove);
+  } catch (const std::system_error&) {
+    remove();  // no thread to be had: remove it here, after the reload all the same
+  }
 }
 
 std::span<uint8_t> DiskMode::native_load_staging(int, size_t, uint64_t bytes) {

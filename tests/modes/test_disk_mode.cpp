@@ -2,6 +2,7 @@
 // replaces the verified one only once complete. The base is the store's FULL at the first update, the mode's own
 // checkpoint from then on (no reseed), a natively loaded checkpoint outside the store when it is newer, and the FULL
 // seed again when that checkpoint is not what it claims. A failed prepare leaves the verified checkpoint as it was.
+// The checkpoint a swap replaces is removed after the commit, off the prepare and the pause.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "models/checkpoint/checkpoint.hpp"
 #include "models/layout/tp_layout.hpp"
 #include "modes/disk/disk_mode.hpp"
+#include "modes/sync/storage_target.hpp"
 #include "publication/publication.hpp"
 #include "publisher/publisher.hpp"
 #include "tests/support/test_support.hpp"
@@ -228,6 +230,45 @@ TEST_F(DiskModePrepare, LeftoversOfACrashedPrepareAreRemovedNeverTrusted) {
   EXPECT_EQ(tensors_of(m->checkpoint_dir()), native(2));
   EXPECT_FALSE(fs::exists(dir_ / "work" / "checkpoint.next"));
   EXPECT_FALSE(fs::exists(dir_ / "work" / "checkpoint.old"));
+}
+
+/// Live storages that take every write and keep none: the reload's bytes are not what these tests look at.
+class DiscardingTarget final : public StorageTarget {
+ public:
+  int tp() const override { return 2; }
+  void write(int, size_t, uint64_t, std::span<const uint8_t>) override {}
+  void synchronize() override {}
+  Floor copy_floor() const override { return Floor::HostMemcpy; }
+};
+
+TEST_F(DiskModePrepare, TheReplacedCheckpointIsRemovedAfterTheCommitNotInThePrepare) {
+  auto m = mode();
+  boot(*m, Store(store()).update_dir(0), 0);
+  DiscardingTarget live;
+  PhaseLog first;
+  m->prepare(0, 1, first);
+  m->commit(live, first);
+  m->finish_retiring();
+  const fs::path old = dir_ / "work" / "checkpoint.old";
+  EXPECT_FALSE(fs::exists(old));  // the first update replaced no checkpoint
+  PhaseLog second;
+  m->prepare(1, 2, second);
+  EXPECT_EQ(phase_names(second), (std::vector<std::string>{"prepare.plan", "prepare.materialize", "prepare.swap"}));
+  // The replaced v1 waits for the commit, without a state file: no prepare can take it for a base.
+  EXPECT_EQ(tensors_of(old), native(1));
+  EXPECT_FALSE(fs::exists(old / ".weight_sync" / "state.json"));
+  EXPECT_EQ(tensors_of(m->checkpoint_dir()), native(2));
+  PhaseLog commit;
+  m->commit(live, commit);
+  m->finish_retiring();
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_EQ(tensors_of(m->checkpoint_dir()), native(2));
+  EXPECT_EQ(m->read_state()->version, 2u);
+  // The removal is over: the next prepare has nothing to wait for.
+  PhaseLog third;
+  m->prepare(2, 3, third);
+  EXPECT_EQ(phase_names(third), (std::vector<std::string>{"prepare.plan", "prepare.materialize", "prepare.swap"}));
+  EXPECT_EQ(tensors_of(m->checkpoint_dir()), native(3));
 }
 
 }  // namespace
