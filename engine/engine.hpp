@@ -156,6 +156,9 @@ class Engine {
   const RuntimeStorages& storages() const { return *storages_; }
   /// Bytes of all runtime storages, all ranks.
   uint64_t storage_bytes() const;
+  /// Waits for work the sync mode left running after its last commit (SyncMode::settle): a reading of the
+  /// process's open files or page cache taken afterwards sees no update still in progress. Never throws.
+  void settle() { mode_->settle(); }
   /// Tests only: `hook` runs inside every later commit's pause, before the storages are written (to provoke races
   /// exactly). Set before serving.
   void debug_set_inside_pause(std::function<void()> hook) { debug_inside_pause_ = std::move(hook); }

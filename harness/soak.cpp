@@ -227,6 +227,7 @@ SoakResult run_soak(const SoakOptions& o) {
     }
     // Both engines are at the newest version after a cpu cycle: nothing needs the older publications any more.
     if (!disk_turn) publisher.prune_before(c.version);
+    engine.settle();  // the readings are of an engine between updates, not of one still cleaning up after one
     take_readings(c, o.workdir);
     result.cycles_run[ran++] = c;
     if (o.on_cycle) o.on_cycle(i + 1, o.cycles);

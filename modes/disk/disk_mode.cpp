@@ -36,6 +36,7 @@ DiskMode::DiskMode(SyncContext context) : context_(std::move(context)) {
 DiskMode::~DiskMode() { finish_retiring(); }
 
 void DiskMode::finish_retiring() {
+  std::lock_guard lock(retire_mu_);
   if (retiring_.joinable()) retiring_.join();
 }
 
@@ -194,12 +195,12 @@ void DiskMode::swap_in(const Store& store, const DiskBase& base, const UpdatePla
 
 void DiskMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
   (void)served;
-  if (retiring_.joinable() && !retire_done_.load()) {
+  if (!retire_done_.load()) {
     // The last commit's cleanup is still unlinking the checkpoint it replaced: the swap below reuses its name.
     ScopedPhase phase(log, "prepare.retire_wait");
     finish_retiring();
   }
-  finish_retiring();
+  finish_retiring();  // joins a removal that is already over
   Store store(context_.store);
   auto state = read_state();
   if (state && !state_matches(*state, store)) state.reset();  // another store, or the version was re-published
@@ -335,6 +336,8 @@ void DiskMode::retire_in_background() {
     fs::remove_all(old, ec);  // a leftover is removed by the next swap
     done->store(true);
   };
+  std::lock_guard lock(retire_mu_);
+  if (retiring_.joinable()) retiring_.join();  // the prepare joined it already; a commit never overlaps one
   retire_done_ = false;
   try {
     retiring_ = std::thread(remove);

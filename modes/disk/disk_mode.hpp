@@ -6,6 +6,7 @@
 // before that swap and written after it. Commit is a complete native reload from that directory into the same
 // storages, with one storage of staging memory.
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -69,6 +70,8 @@ class DiskMode final : public SyncMode {
   /// unlinking a whole checkpoint (seconds for 16 GB on a filesystem mounted with discard); the next prepare waits
   /// for it in phase prepare.retire_wait. Returns at once when no removal runs.
   void finish_retiring();
+  /// finish_retiring().
+  void settle() override { finish_retiring(); }
 
  private:
   void clear_state() const;
@@ -98,6 +101,7 @@ class DiskMode final : public SyncMode {
   HostBuffer staging_[2];  ///< commit's double-buffered staging (pinned on CUDA)
   /// The checkpoint the last swap moved aside, left for the commit to remove (empty: none).
   std::filesystem::path retired_;
+  std::mutex retire_mu_;  ///< guards retiring_: settle() may join it from another thread than the prepare's
   std::thread retiring_;  ///< removes a retired checkpoint after a commit
   std::atomic<bool> retire_done_{true};  ///< set by retiring_ when its removal is over
 };

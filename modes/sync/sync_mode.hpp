@@ -76,6 +76,10 @@ class SyncMode {
   /// Copies the prepared version into the live storages (the pause). A throw here is fatal for the engine.
   virtual void commit(StorageTarget& storages, PhaseLog& log) = 0;
   virtual ModeMemory memory() const = 0;
+  /// Blocks until work the mode left running after its last commit is over (none by default; disk mode removes
+  /// the checkpoint its swap replaced in the background). Callers that read the process's resources (open files,
+  /// page cache) call it first. Safe from any thread; never throws.
+  virtual void settle() {}
   /// Pinned host memory the native load may stage storage `index` of `rank` in before its H2D copy (bytes of that
   /// storage), so a device load needs no staging of its own; empty when the mode has none. Only called before
   /// on_native_load, outside any prepare or commit: the mode rebuilds or overwrites that memory before using it.

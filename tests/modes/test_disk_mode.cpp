@@ -260,7 +260,7 @@ TEST_F(DiskModePrepare, TheReplacedCheckpointIsRemovedAfterTheCommitNotInThePrep
   EXPECT_EQ(tensors_of(m->checkpoint_dir()), native(2));
   PhaseLog commit;
   m->commit(live, commit);
-  m->finish_retiring();
+  static_cast<SyncMode&>(*m).settle();  // what an engine's settle() calls
   EXPECT_FALSE(fs::exists(old));
   EXPECT_EQ(tensors_of(m->checkpoint_dir()), native(2));
   EXPECT_EQ(m->read_state()->version, 2u);
