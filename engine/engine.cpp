@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "modes/registry/mode_registry.hpp"
 #include "modes/sync/rank_image.hpp"
+#include "modes/sync/storage_loader.hpp"
 
 namespace wsb {
 
@@ -126,15 +127,16 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
     // The mode's own pinned memory (rank image, commit staging) is used when it offers it, so the load adds no
     // host memory of its own; a buffer of the largest storage is allocated only for storages it does not cover.
     HostBuffer staging;
+    StorageLoader loader(options_.prepare_threads);  // nothing is served yet: every prepare thread loads
     for (size_t r = 0; r < layouts_.size(); ++r) {
       for (size_t s = 0; s < layouts_[r].storages.size(); ++s) {
         const RuntimeStorageSpec& spec = layouts_[r].storages[s];
         auto offered = host_storages_ ? mode_->native_load_staging(static_cast<int>(r), s, spec.bytes())
                                       : std::span<uint8_t>{};
         if (host_storages_ && offered.empty()) {
-          load_storage(spec, lookup, host_storages_->storage(static_cast<int>(r), s));
+          loader.load(spec, lookup, host_storages_->storage(static_cast<int>(r), s));
         } else if (host_storages_) {
-          load_storage(spec, lookup, offered);  // the mode keeps what it staged (device-delta's live image)
+          loader.load(spec, lookup, offered);  // the mode keeps what it staged (device-delta's live image)
           storages_->write(static_cast<int>(r), s, 0, offered);
         } else {
           auto out = mode_->native_load_staging(static_cast<int>(r), s, spec.bytes());
@@ -142,7 +144,7 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
             if (staging.size() == 0) staging = HostBuffer(largest, kImageAlignment, pinner_);
             out = staging.span().subspan(0, spec.bytes());
           }
-          load_storage(spec, lookup, out);
+          loader.load(spec, lookup, out);
           storages_->write(static_cast<int>(r), s, 0, out);
           storages_->synchronize();
         }

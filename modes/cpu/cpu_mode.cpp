@@ -67,10 +67,9 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
   constexpr int64_t kRowPiece = 64;
   struct Item {
     size_t rank, storage, flat;
-    int64_t first, count;  ///< leading-dim slices; or, for a band, the expert and 1
-    int64_t n0 = 0, n1 = 0;  ///< FP8 weight band (full copy): gathered rows [n0, n1) of expert `first`, strided
-    int64_t k0 = 0, k1 = 0;  ///< FP8 weight rows (device-delta): runtime rows [k0, k1) of expert `first`, contiguous
-    uint64_t bytes;
+    StoragePiece piece;      ///< slices, or an FP8 weight band (full copy); for device-delta's rows, the expert
+    int64_t k0 = 0, k1 = 0;  ///< FP8 weight rows (device-delta): runtime rows [k0, k1) of expert piece.first
+    uint64_t bytes() const { return piece.bytes; }
   };
   std::vector<Item> items;
   uint64_t built = 0;
@@ -80,62 +79,35 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
       if (placed[flat]) continue;
       const RuntimeStorageSpec& spec = context_.layouts[r].storages[s];
       built += spec.bytes();
-      const size_t rank = spec.gathered_shape.size();
-      if (spec.transform == kFp8ChannelWeight && (rank == 2 || rank == 3) && spec.shape.size() == rank) {
-        // Transposed straight from the canonical rows: no gathered copy, and a 2-D weight splits too.
+      if (recorder != nullptr && loads_by_band(spec)) {
+        // The recorder takes contiguous ranges: bands of runtime rows, each built piece by piece in cache.
+        const size_t rank = spec.shape.size();
         const int64_t experts = rank == 3 ? spec.gathered_shape[0] : 1;
-        const int64_t n = spec.gathered_shape[rank - 2], k = std::max<int64_t>(1, spec.gathered_shape[rank - 1]);
-        if (recorder == nullptr) {
-          // Bands of gathered rows, written with streamed stores straight into the image (strided there).
-          const int64_t band = std::max<int64_t>(64, static_cast<int64_t>(kPieceBytes) / k / 64 * 64);
-          for (int64_t e = 0; e < experts; ++e) {
-            for (int64_t n0 = 0; n0 < n; n0 += band) {
-              const int64_t n1 = std::min(n, n0 + band);
-              items.push_back(Item{r, s, flat, e, 1, n0, n1, 0, 0, static_cast<uint64_t>((n1 - n0) * k)});
-            }
-          }
-        } else {
-          // The recorder takes contiguous ranges: bands of runtime rows, each built piece by piece in cache.
-          const int64_t kp = spec.shape[rank - 2], np = std::max<int64_t>(1, spec.shape[rank - 1]);
-          const int64_t band = std::max<int64_t>(kRowPiece, static_cast<int64_t>(kPieceBytes) / np / kRowPiece * kRowPiece);
-          for (int64_t e = 0; e < experts; ++e) {
-            for (int64_t k0 = 0; k0 < kp; k0 += band) {
-              const int64_t k1 = std::min(kp, k0 + band);
-              items.push_back(Item{r, s, flat, e, 1, 0, 0, k0, k1, static_cast<uint64_t>((k1 - k0) * np)});
-            }
+        const int64_t kp = spec.shape[rank - 2], np = std::max<int64_t>(1, spec.shape[rank - 1]);
+        const int64_t band = std::max<int64_t>(kRowPiece, static_cast<int64_t>(kPieceBytes) / np / kRowPiece * kRowPiece);
+        for (int64_t e = 0; e < experts; ++e) {
+          for (int64_t k0 = 0; k0 < kp; k0 += band) {
+            const int64_t k1 = std::min(kp, k0 + band);
+            items.push_back(Item{r, s, flat, StoragePiece{e, 1, 0, 0, static_cast<uint64_t>((k1 - k0) * np)}, k0, k1});
           }
         }
         continue;
       }
-      const int64_t slices = storage_slices(spec);
-      const uint64_t slice_bytes = spec.bytes() / static_cast<uint64_t>(slices);
-      const int64_t per = slices == 1 ? 1 : std::max<int64_t>(1, static_cast<int64_t>(kPieceBytes / std::max<uint64_t>(slice_bytes, 1)));
-      for (int64_t first = 0; first < slices; first += per) {
-        const int64_t count = std::min(per, slices - first);
-        items.push_back(Item{r, s, flat, first, count, 0, 0, 0, 0, slice_bytes * static_cast<uint64_t>(count)});
-      }
+      // A full copy transposes FP8 weights in bands of gathered rows straight into the image (no gathered copy).
+      for (const StoragePiece& piece : storage_pieces(spec, kPieceBytes)) items.push_back(Item{r, s, flat, piece});
     }
   }
   const auto workers = static_cast<size_t>(std::max(context_.threads, 1));
-  if (transform_scratch_.size() < workers) transform_scratch_.resize(workers);
-  if (row_scratch_.size() < workers) row_scratch_.resize(workers);
+  if (piece_scratch_.size() < workers) piece_scratch_.resize(workers);
   if (recorder != nullptr && build_scratch_.size() < workers) build_scratch_.resize(workers);
   run_largest_first(
-      items.size(), context_.threads, [&](size_t i) { return items[i].bytes; },
+      items.size(), context_.threads, [&](size_t i) { return items[i].bytes(); },
       [&](size_t i, size_t worker) {
         const Item& it = items[i];
         const RuntimeStorageSpec& spec = context_.layouts[it.rank].storages[it.storage];
         const std::span<uint8_t> image = images[it.rank].storage(it.storage);
         if (recorder == nullptr) {
-          if (it.n1 > it.n0) {
-            std::vector<const uint8_t*>& rows = row_scratch_[worker];
-            rows.resize(static_cast<size_t>(it.n1 - it.n0));
-            const int64_t n = spec.gathered_shape[spec.gathered_shape.size() - 2];
-            storage_rows(spec, lookup, it.first * n + it.n0, rows);
-            fp8_channel_weight_band(spec.name, spec.gathered_shape, spec.shape, it.first, it.n0, it.n1, rows, image);
-          } else {
-            load_storage_slices(spec, lookup, image, it.first, it.count, &transform_scratch_[worker]);
-          }
+          load_storage_piece(spec, lookup, it.piece, image, piece_scratch_[worker]);
           return;
         }
         // device-delta: the item is built into scratch and written through the recorder, which compares each word
@@ -146,23 +118,23 @@ void CpuMode::build_rank_images(PhaseLog& log, const std::vector<bool>& placed, 
         if (it.k1 > it.k0) {
           const size_t rank = spec.shape.size();
           const int64_t n = spec.gathered_shape[rank - 2], kp = spec.shape[rank - 2], np = spec.shape[rank - 1];
-          std::vector<const uint8_t*>& rows = row_scratch_[worker];
+          std::vector<const uint8_t*>& rows = piece_scratch_[worker].rows;
           rows.resize(static_cast<size_t>(n));
-          storage_rows(spec, lookup, it.first * n, rows);
+          storage_rows(spec, lookup, it.piece.first * n, rows);
           built_bytes.reserve(static_cast<uint64_t>(kRowPiece * np));
           for (int64_t k0 = it.k0; k0 < it.k1; k0 += kRowPiece) {
             const int64_t k1 = std::min(it.k1, k0 + kRowPiece);
             const std::span<uint8_t> piece(built_bytes.data(), static_cast<size_t>((k1 - k0) * np));
-            fp8_channel_weight_rows(spec.name, spec.gathered_shape, spec.shape, it.first, k0, k1, rows, piece);
-            recorder->copy(it.flat, static_cast<uint64_t>((it.first * kp + k0) * np), piece);
+            fp8_channel_weight_rows(spec.name, spec.gathered_shape, spec.shape, it.piece.first, k0, k1, rows, piece);
+            recorder->copy(it.flat, static_cast<uint64_t>((it.piece.first * kp + k0) * np), piece);
           }
           return;
         }
-        built_bytes.reserve(it.bytes);
-        const std::span<uint8_t> out(built_bytes.data(), it.bytes);
-        load_storage_slices_into(spec, lookup, out, it.first, it.count, &transform_scratch_[worker]);
+        built_bytes.reserve(it.bytes());
+        const std::span<uint8_t> out(built_bytes.data(), it.bytes());
+        load_storage_slices_into(spec, lookup, out, it.piece.first, it.piece.count, &piece_scratch_[worker].gathered);
         const uint64_t offset = spec.bytes() / static_cast<uint64_t>(storage_slices(spec)) *
-                                static_cast<uint64_t>(it.first);
+                                static_cast<uint64_t>(it.piece.first);
         recorder->copy(it.flat, offset, out);
       });
   phase.add_bytes(built);

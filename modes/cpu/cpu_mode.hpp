@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "models/layout/fragment_runs.hpp"
+#include "models/layout/storage_pieces.hpp"
 #include "modes/cpu/device_delta_commit.hpp"
 #include "modes/sync/canonical_image.hpp"
 #include "modes/sync/host_buffer.hpp"
@@ -57,8 +58,7 @@ class CpuMode final : public SyncMode {
   std::unique_ptr<DeviceDeltaCommit> delta_;
   /// Per prepare worker, kept between prepares: the gathered copy a transform reads, and the row pointers of an
   /// FP8 weight band (no fresh allocation, so no page faults, per storage).
-  std::vector<ScratchBytes> transform_scratch_;
-  std::vector<std::vector<const uint8_t*>> row_scratch_;
+  std::vector<PieceScratch> piece_scratch_;
   /// device-delta: per worker, the bytes of the piece being built, before the recorder writes them into the image.
   std::vector<ScratchBytes> build_scratch_;
 };

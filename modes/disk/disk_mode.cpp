@@ -17,6 +17,7 @@
 #include "modes/disk/disk_materialize.hpp"
 #include "modes/sync/checkpoint_files.hpp"
 #include "modes/sync/delta_fold.hpp"
+#include "modes/sync/storage_loader.hpp"
 
 namespace wsb {
 namespace fs = std::filesystem;
@@ -275,6 +276,9 @@ void DiskMode::preflight(uint32_t target) const {
 void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
   CheckpointReader local(checkpoint_dir());
   CanonicalLookup lookup = [&local](const std::string& name) { return local.data(name); };
+  // The pause is a reload: every storage is gathered and transformed on all the threads, so the host work of FP8
+  // and MXFP4 storages keeps up with the disk.
+  StorageLoader loader(context_.threads);
   std::vector<std::pair<size_t, size_t>> order;  // (rank, storage) in reload order
   for (size_t r = 0; r < context_.layouts.size(); ++r) {
     for (size_t s = 0; s < context_.layouts[r].storages.size(); ++s) order.emplace_back(r, s);
@@ -309,7 +313,7 @@ void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
     auto out = staging_[i % 2].span().subspan(0, spec.bytes());
     {
       ScopedPhase phase(log, "commit.read_transform", Floor::DiskRead, spec.bytes());
-      load_storage(spec, lookup, out);
+      loader.load(spec, lookup, out);
     }
     for (const auto& fragment : spec.fragments) local.release(fragment.canonical);
     // The previous storage's copy (from the other buffer) overlapped the read above; it must land before this

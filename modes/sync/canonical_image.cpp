@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/errors.hpp"
+#include "models/checkpoint/mapped_copy.hpp"
 #include "publication/publication.hpp"
 #include "publication/store.hpp"
 #include "modes/sync/rank_image.hpp"
@@ -52,8 +53,10 @@ void CanonicalImage::load(const CheckpointReader& checkpoint, uint32_t version, 
     const auto& spec = tensors_[i];
     expect_tensor(checkpoint, spec, checkpoint.dir().string());
     auto src = checkpoint.data(spec.name);
-    std::copy(src.begin(), src.end(), tensor(i).begin());
-    checkpoint.release(spec.name);  // the image now holds it; keep the resident set bounded
+    // Released as it is copied: the mapped pages of the largest tensor (an embedding of gigabytes) would otherwise
+    // sit on top of everything the native load allocated, as the peak of the engine's resident set.
+    copy_from_mapping(src, tensor(i));
+    checkpoint.release(spec.name);  // the pages shared with its neighbours too
     phase.add_bytes(src.size());
   }
   version_ = version;
