@@ -134,9 +134,9 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
         auto offered = host_storages_ ? mode_->native_load_staging(static_cast<int>(r), s, spec.bytes())
                                       : std::span<uint8_t>{};
         if (host_storages_ && offered.empty()) {
-          loader.load(spec, lookup, host_storages_->storage(static_cast<int>(r), s));
+          loader.load_mapped(spec, lookup, host_storages_->storage(static_cast<int>(r), s));
         } else if (host_storages_) {
-          loader.load(spec, lookup, offered);  // the mode keeps what it staged (device-delta's live image)
+          loader.load_mapped(spec, lookup, offered);  // the mode keeps what it staged (device-delta's live image)
           storages_->write(static_cast<int>(r), s, 0, offered);
         } else {
           auto out = mode_->native_load_staging(static_cast<int>(r), s, spec.bytes());
@@ -144,7 +144,7 @@ LoadReport Engine::load_native(const std::filesystem::path& checkpoint_dir, uint
             if (staging.size() == 0) staging = HostBuffer(largest, kImageAlignment, pinner_);
             out = staging.span().subspan(0, spec.bytes());
           }
-          loader.load(spec, lookup, out);
+          loader.load_mapped(spec, lookup, out);
           storages_->write(static_cast<int>(r), s, 0, out);
           storages_->synchronize();
         }

@@ -313,7 +313,7 @@ void DiskMode::commit(StorageTarget& storages, PhaseLog& log) {
     auto out = staging_[i % 2].span().subspan(0, spec.bytes());
     {
       ScopedPhase phase(log, "commit.read_transform", Floor::DiskRead, spec.bytes());
-      loader.load(spec, lookup, out);
+      loader.load_mapped(spec, lookup, out);
     }
     for (const auto& fragment : spec.fragments) local.release(fragment.canonical);
     // The previous storage's copy (from the other buffer) overlapped the read above; it must land before this

@@ -5,40 +5,16 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "models/checkpoint/mapped_copy.hpp"
 #include "models/checkpoint/safetensors.hpp"
 #include "tests/models/checkpoint_test_util.hpp"
+#include "tests/support/mapped_rss.hpp"
 
 namespace wsb {
 namespace {
-
-/// Resident bytes of this process's mappings of `path` (the Rss lines of /proc/self/smaps).
-uint64_t mapped_rss(const std::filesystem::path& path) {
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool in = false;
-  uint64_t kb = 0;
-  while (std::getline(smaps, line)) {
-    const std::string first = line.substr(0, line.find(' '));
-    if (first.empty() || first.back() != ':') {  // a mapping's header: "start-end perms offset dev inode path"
-      const std::string name = path.string();
-      in = line.size() >= name.size() && line.compare(line.size() - name.size(), name.size(), name) == 0;
-      continue;
-    }
-    if (in && first == "Rss:") {
-      std::istringstream fields(line.substr(4));
-      uint64_t v = 0;
-      fields >> v;
-      kb += v;
-    }
-  }
-  return kb * 1024;
-}
 
 struct MappedTensor {
   testutil::TempDir dir;
@@ -62,13 +38,13 @@ struct MappedTensor {
 
 TEST(MappedCopy, CopiesExactlyAndLeavesOnlyTheSharedPagesResident) {
   MappedTensor t;
-  const uint64_t before = mapped_rss(t.path);
+  const uint64_t before = test::mapped_rss(t.path);
   std::vector<uint8_t> out(t.big.size(), 0xEE);
   copy_from_mapping(t.data("big"), out, size_t{1} << 20);
   EXPECT_EQ(out, t.big);
   // The two pages the big tensor shares with its neighbours (and whatever the header read mapped) may stay.
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  EXPECT_LE(mapped_rss(t.path), before + 2 * page);
+  EXPECT_LE(test::mapped_rss(t.path), before + 2 * page);
   // The neighbours' bytes are intact and still readable.
   EXPECT_EQ(t.data("head")[2], 3);
   EXPECT_EQ(t.data("tail")[0], 4);
@@ -80,7 +56,7 @@ TEST(MappedCopy, APlainCopyKeepsEveryPageResident) {
   const auto src = t.data("big");
   std::vector<uint8_t> out(src.begin(), src.end());
   EXPECT_EQ(out, t.big);
-  EXPECT_GE(mapped_rss(t.path), uint64_t{8} << 20);
+  EXPECT_GE(test::mapped_rss(t.path), uint64_t{8} << 20);
 }
 
 TEST(MappedCopy, DifferentSizesAreRefused) {
