@@ -1,7 +1,7 @@
 // StorageLoader (modes/sync): a storage loaded with its pieces spread over threads is byte for byte what
 // load_storage writes, for every storage of the tiny presets at TP 1, 2 and 4 and any thread count; load_mapped
-// copies out of a mapped file exactly and leaves the source pages out of the resident set; a wrong output size or a canonical tensor of the wrong size is refused with the
-// storage and tensor named.
+// copies out of a mapped file exactly and leaves the source pages out of the resident set; a wrong output size or
+// a canonical tensor of the wrong size is refused with the storage and tensor named.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
