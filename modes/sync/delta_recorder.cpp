@@ -77,6 +77,14 @@ __attribute__((target("avx512f,avx512dq"))) inline __m512i digest64_terms8(__m51
                          _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBull)));
   return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
 }
+
+/// The eight 64-bit lanes added modulo 2^64. Not _mm512_reduce_add_epi64: GCC's header adds the lanes as signed
+/// long long, an overflow UBSan reports for digest terms (whose sums are meant to wrap).
+__attribute__((target("avx512f,avx512dq"))) inline uint64_t lane_sum(__m512i v) {
+  const __m256i a = _mm256_add_epi64(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  const __m128i b = _mm_add_epi64(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(b)) + static_cast<uint64_t>(_mm_extract_epi64(b, 1));
+}
 #endif
 
 struct Segment {
@@ -226,7 +234,7 @@ class DeltaRecorder::Writer {
     _mm512_storeu_si512(image_line, v);
     const __mmask8 words = _mm512_cmpneq_epi64_mask(o, v);
     const __m512i change = _mm512_maskz_sub_epi64(words, digest64_terms8(v, w), digest64_terms8(o, w));
-    delta_ += static_cast<uint64_t>(_mm512_reduce_add_epi64(change));
+    delta_ += lane_sum(change);
     changed_ += static_cast<uint64_t>(std::popcount(static_cast<unsigned>(words)));
     const int count = std::popcount(static_cast<unsigned>(halves));
     found_ += static_cast<uint64_t>(count);
@@ -260,7 +268,7 @@ class DeltaRecorder::Writer {
         const __m512i sums = _mm512_add_epi64(
             _mm512_maskz_mov_epi64(low_keep, digest64_terms8(low_entries, slot)),
             _mm512_maskz_mov_epi64(high_keep, digest64_terms8(high_entries, slot + static_cast<uint64_t>(low_count))));
-        b.sum += static_cast<uint64_t>(_mm512_reduce_add_epi64(sums));
+        b.sum += lane_sum(sums);
         b.next += 8 * static_cast<uint64_t>(count);
         t_.open.count += static_cast<uint64_t>(count);
         pending_ += static_cast<uint64_t>(count);
