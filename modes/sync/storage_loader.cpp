@@ -1,8 +1,8 @@
 #include "modes/sync/storage_loader.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/errors.hpp"
 #include "models/layout/fragment_runs.hpp"
