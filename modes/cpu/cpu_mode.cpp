@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -10,14 +11,40 @@
 #include "core/errors.hpp"
 #include "core/nvtx.hpp"
 #include "publication/store.hpp"
+#include "publication/xor_stream.hpp"
 #include "models/transform/fp8_channel.hpp"
 #include "modes/sync/commit_copy.hpp"
 #include "modes/sync/work_queue.hpp"
 
 namespace wsb {
 
-CpuMode::CpuMode(SyncContext context) : context_(std::move(context)), canonical_(context_.profile, "cpu mode") {
-  for (const auto& layout : context_.layouts) images_.emplace_back(layout, context_.pinner);
+namespace {
+
+std::vector<RankImage> make_images(const SyncContext& context) {
+  std::vector<RankImage> images;
+  for (const auto& layout : context.layouts) images.emplace_back(layout, context.pinner);
+  return images;
+}
+
+/// Puts the fold's in-place bytes [chunk.from, chunk.to) of a homed tensor through `recorder`, which finds the
+/// changes by comparing each word with the one it replaces: the old bytes (new ^ mask) go back first and the new
+/// ones are written through it, all while the chunk is still in cache.
+void record_in_place(DeltaRecorder& recorder, size_t flat, uint64_t storage_offset, std::span<uint8_t> bytes,
+                     std::span<const uint8_t> mask) {
+  thread_local ScratchBytes fresh;  // one chunk per fold worker
+  fresh.reserve(bytes.size());
+  std::memcpy(fresh.data(), bytes.data(), bytes.size());
+  xor_into(bytes.data(), mask.data(), bytes.size());
+  recorder.copy(flat, storage_offset, std::span<const uint8_t>(fresh.data(), bytes.size()));
+}
+
+}  // namespace
+
+CpuMode::CpuMode(SyncContext context)
+    : context_(std::move(context)),
+      images_(make_images(context_)),
+      homes_(canonical_homes(context_.profile.canonical_tensors(), context_.layouts, images_)),
+      canonical_(context_.profile, "cpu mode", HostMemory::Private, homes_.tensor) {
   if (device_delta()) delta_ = std::make_unique<DeviceDeltaCommit>(context_, images_);
 }
 
@@ -46,7 +73,8 @@ std::vector<std::vector<CpuMode::Placement>> CpuMode::plan_placements(std::vecto
       });
       if (!known) continue;
       for (FragmentRun& run : runs) {
-        by_tensor[*canonical_.index_of(run.canonical)].push_back(Placement{images[r].storage(s), flat, std::move(run)});
+        by_tensor[*canonical_.index_of(run.canonical)].push_back(
+            Placement{images[r].storage(s), flat, std::move(run), homes_.storage[flat]});
       }
       placed[flat] = true;
     }
@@ -149,7 +177,8 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
   }
   size_t storages = 0;
   for (const auto& layout : context_.layouts) storages += layout.storages.size();
-  std::vector<bool> placed(storages, false);
+  // A home holds its tensors' bytes whatever the fold does (and a copy onto itself is no copy).
+  std::vector<bool> placed = homes_.storage;
   DeltaRecorder* recorder = nullptr;  // device-delta: every write into the rank images goes through it
   bool writing = false;
   if (canonical_.version() < target) {
@@ -165,6 +194,14 @@ void CpuMode::prepare(uint32_t served, uint32_t target, PhaseLog& log) {
     };
     const FoldListener listener = [&](size_t i, const FoldChunk& chunk) {
       for (const Placement& p : placements[i]) {
+        if (p.home) {
+          if (recorder != nullptr) {
+            const size_t n = static_cast<size_t>(chunk.to - chunk.from);
+            record_in_place(*recorder, p.flat, p.run.dst_offset + chunk.from,
+                            p.storage.subspan(p.run.dst_offset + chunk.from, n), chunk.mask);
+          }
+          continue;
+        }
         if (recorder == nullptr) {
           place_run_range(p.run, chunk.tensor, chunk.from, chunk.to, p.storage);
           continue;
@@ -206,6 +243,11 @@ std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t
   if (delta_) delta_->before_native_load();  // its background digests read the images
   // device-delta needs the images to hold the live bytes after the load, pinned or not.
   if (span.size() != bytes || !(image.pinned() || device_delta())) return {};
+  size_t flat = index;
+  for (int r = 0; r < rank; ++r) flat += context_.layouts[static_cast<size_t>(r)].storages.size();
+  // The load writes canonical tensors kept in this storage: until on_native_load reloads the canonical image,
+  // nothing may fold them (a load that fails part way would leave them at another version).
+  if (homes_.storage[flat]) canonical_.invalidate();
   ++native_staged_;
   return span;
 }

@@ -1,14 +1,17 @@
 #pragma once
 // cpu mode (docs/design.md): one canonical image per host and one rank image per TP rank; prepare stages the
 // compressed deltas once, folds them in canonical space, verifies every checksum, then runs every tensor through
-// the ordinary loader into the rank images; commit only copies rank images into the live storages. With the
-// commit strategy "device-delta" (device_delta_commit.hpp) every write into the rank images is recorded against
-// the live bytes it replaces, and the pause applies the staged changes where the storages live.
+// the ordinary loader into the rank images; commit only copies rank images into the live storages. A canonical
+// tensor that a storage holds whole and unchanged lives in that storage (canonical_homes.hpp): its fold writes the
+// runtime bytes in place. With the commit strategy "device-delta" (device_delta_commit.hpp) every write into the
+// rank images is recorded against the live bytes it replaces (the in-place folds too, from the fold's mask), and
+// the pause applies the staged changes where the storages live.
 #include <memory>
 #include <optional>
 
 #include "models/layout/fragment_runs.hpp"
 #include "models/layout/storage_pieces.hpp"
+#include "modes/cpu/canonical_homes.hpp"
 #include "modes/cpu/device_delta_commit.hpp"
 #include "modes/sync/canonical_image.hpp"
 #include "modes/sync/host_buffer.hpp"
@@ -46,12 +49,14 @@ class CpuMode final : public SyncMode {
     std::span<uint8_t> storage;
     size_t flat = 0;  ///< flat storage index over ranks (the recorder's)
     FragmentRun run;
+    bool home = false;  ///< the storage is the tensor's home: the fold already wrote these bytes
   };
   std::vector<std::vector<Placement>> plan_placements(std::vector<bool>& placed);
 
   SyncContext context_;
-  CanonicalImage canonical_;
   std::vector<RankImage> images_;  ///< one per TP rank
+  CanonicalHomes homes_;           ///< the canonical tensors kept in images_ (canonical_homes.hpp)
+  CanonicalImage canonical_;
   size_t native_staged_ = 0;       ///< storages the native load staged in the images (all: they hold the live bytes)
   std::optional<uint32_t> images_version_;
   /// device-delta only (its preflight may drop a staged pack that fails its digest).

@@ -14,11 +14,28 @@
 
 namespace wsb {
 
-CanonicalImage::CanonicalImage(const ModelProfile& profile, std::string owner, HostMemory memory)
-    : owner_(std::move(owner)), tensors_(profile.canonical_tensors()) {
+CanonicalImage::CanonicalImage(const ModelProfile& profile, std::string owner, HostMemory memory,
+                               std::vector<std::span<uint8_t>> homes)
+    : owner_(std::move(owner)), tensors_(profile.canonical_tensors()), homes_(std::move(homes)) {
+  if (homes_.empty()) homes_.resize(tensors_.size());
+  if (homes_.size() != tensors_.size()) {
+    throw Error(ErrorKind::Mismatch, fmt::format("{}: {} tensor homes for {} canonical tensors", owner_, homes_.size(),
+                                                 tensors_.size()));
+  }
   uint64_t cursor = 0;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     index_[tensors_[i].name] = i;
+    const std::span<uint8_t> home = homes_[i];
+    if (home.data() != nullptr) {
+      // The fold's vector loops expect every tensor as aligned as the buffer would place it.
+      if (home.size() != tensors_[i].bytes() || reinterpret_cast<uintptr_t>(home.data()) % kStorageAlignment != 0) {
+        throw Error(ErrorKind::Mismatch, fmt::format("{}: tensor '{}' ({} B) cannot live in a home of {} B at {}",
+                                                     owner_, tensors_[i].name, tensors_[i].bytes(), home.size(),
+                                                     static_cast<const void*>(home.data())));
+      }
+      offsets_.push_back(0);
+      continue;
+    }
     cursor = align_up(cursor, kStorageAlignment);
     offsets_.push_back(cursor);
     cursor += tensors_[i].bytes();
@@ -33,10 +50,12 @@ std::optional<size_t> CanonicalImage::index_of(std::string_view name) const {
 }
 
 std::span<uint8_t> CanonicalImage::tensor(size_t index) {
+  if (homes_[index].data() != nullptr) return homes_[index];
   return buffer_.span().subspan(offsets_[index], tensors_[index].bytes());
 }
 
 std::span<const uint8_t> CanonicalImage::tensor(size_t index) const {
+  if (homes_[index].data() != nullptr) return homes_[index];
   return buffer_.span().subspan(offsets_[index], tensors_[index].bytes());
 }
 

@@ -25,8 +25,13 @@ class CanonicalImage {
  public:
   /// Allocates (zero-filled) every canonical tensor of `profile`, each 64 B aligned, in one buffer of kind
   /// `memory` (Shared when another process must map it: the refit's cuda-ipc sender process). `owner` prefixes
-  /// error messages ("cpu mode", "refit trainer"). Throws std::bad_alloc, or what HostBuffer throws.
-  CanonicalImage(const ModelProfile& profile, std::string owner, HostMemory memory = HostMemory::Private);
+  /// error messages ("cpu mode", "refit trainer"). `homes`, empty or one span per canonical tensor (profile order):
+  /// a non-empty span is where that tensor lives instead of the buffer, memory the caller owns and keeps alive for
+  /// the image's life (cpu mode: a rank-image storage that holds exactly the tensor, modes/cpu/canonical_homes.hpp).
+  /// Throws Error(Mismatch) naming the tensor for a home whose size is not the tensor's or that is not 64 B aligned,
+  /// or for a homes list of another length; std::bad_alloc, or what HostBuffer throws.
+  CanonicalImage(const ModelProfile& profile, std::string owner, HostMemory memory = HostMemory::Private,
+                 std::vector<std::span<uint8_t>> homes = {});
 
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
   /// Index of tensor `name` in tensors(); nullopt when the profile has no such tensor.
@@ -35,9 +40,12 @@ class CanonicalImage {
   std::span<const uint8_t> tensor(size_t index) const;
   /// Throws Error(Missing, "<owner>: no tensor 'NAME'").
   std::span<const uint8_t> tensor(const std::string& name) const;
-  /// Bytes of the whole image (alignment padding included).
+  /// Bytes of the image's own buffer (alignment padding included; tensors kept in their homes not counted).
   uint64_t bytes() const { return buffer_.size(); }
   bool loaded() const { return loaded_; }
+  /// Someone else wrote a home (a native load staging a rank-image storage): the image no longer knows what it
+  /// holds, so it is not loaded() until the next load().
+  void invalidate() { loaded_ = false; }
   /// The buffer holding every tensor (its shared_fd() when Shared).
   const HostBuffer& buffer() const { return buffer_; }
   /// The version the image holds (meaningful once loaded()).
@@ -67,7 +75,8 @@ class CanonicalImage {
   std::string owner_;
   std::vector<TensorSpec> tensors_;
   std::map<std::string, size_t, std::less<>> index_;
-  std::vector<uint64_t> offsets_;
+  std::vector<uint64_t> offsets_;  ///< in buffer_, for the tensors without a home
+  std::vector<std::span<uint8_t>> homes_;  ///< per tensor; empty: in buffer_
   HostBuffer buffer_;
   FoldWorkspace workspace_;
   uint32_t version_ = 0;

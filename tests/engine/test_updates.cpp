@@ -21,12 +21,15 @@ const char* const kPrompt = "update probe";
 
 using test::Served;
 
-class EngineUpdates : public ::testing::TestWithParam<std::tuple<std::string, DeltaEncoding>> {
+/// (mode, encoding, TP size): at TP 1 cpu mode keeps most canonical tensors inside its rank images, so every
+/// rule here also covers folds that write the runtime bytes in place.
+class EngineUpdates : public ::testing::TestWithParam<std::tuple<std::string, DeltaEncoding, int>> {
  protected:
+  static int tp() { return std::get<2>(GetParam()); }
   void SetUp() override { test::publish_tiny(store(), 3, kSeed, std::get<1>(GetParam())); }
   std::filesystem::path store() const { return dir_ / "store"; }
   std::unique_ptr<Engine> boot(const std::filesystem::path& checkpoint, uint32_t version) {
-    auto engine = std::make_unique<Engine>(EngineOptions{test::tiny_profile(), 2, test::sync_of(std::get<0>(GetParam())), store(),
+    auto engine = std::make_unique<Engine>(EngineOptions{test::tiny_profile(), tp(), test::sync_of(std::get<0>(GetParam())), store(),
                                                          dir_ / ("work" + std::to_string(counter_++)), 2});
     engine->load_native(checkpoint, version);
     return engine;
@@ -121,7 +124,7 @@ TEST_P(EngineUpdates, RejectedPrepareKeepsThePreparedVersion) {
 TEST_P(EngineUpdates, PrepareDuringCommitIsRefusedNeverMixed) {
   // A prepare that arrives while a commit copies the prepared artefacts must be refused: it would rebuild the
   // very images / checkpoint the commit is reading.
-  Engine engine(EngineOptions{test::tiny_profile(), 2, test::sync_of(std::get<0>(GetParam())), store(), dir_ / "work-race", 2});
+  Engine engine(EngineOptions{test::tiny_profile(), tp(), test::sync_of(std::get<0>(GetParam())), store(), dir_ / "work-race", 2});
   std::string refusal;
   engine.debug_set_inside_pause([&] {
     try {
@@ -265,15 +268,18 @@ TEST_P(EngineUpdates, MissingTensorIsNamed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, EngineUpdates,
-                         ::testing::Values(std::make_tuple(std::string("disk"), DeltaEncoding::Xor),
-                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Xor),
-                                           std::make_tuple(std::string("disk"), DeltaEncoding::Overwrite),
-                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Overwrite),
-                                           std::make_tuple(std::string("refit"), DeltaEncoding::Xor),
-                                           std::make_tuple(std::string("refit"), DeltaEncoding::Overwrite)),
+                         ::testing::Values(std::make_tuple(std::string("disk"), DeltaEncoding::Xor, 2),
+                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Xor, 2),
+                                           std::make_tuple(std::string("disk"), DeltaEncoding::Overwrite, 2),
+                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Overwrite, 2),
+                                           std::make_tuple(std::string("refit"), DeltaEncoding::Xor, 2),
+                                           std::make_tuple(std::string("refit"), DeltaEncoding::Overwrite, 2),
+                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Xor, 1),
+                                           std::make_tuple(std::string("cpu"), DeltaEncoding::Overwrite, 1)),
                          [](const auto& info) {
                            return std::get<0>(info.param) +
-                                  (std::get<1>(info.param) == DeltaEncoding::Xor ? "_xor" : "_overwrite");
+                                  (std::get<1>(info.param) == DeltaEncoding::Xor ? "_xor" : "_overwrite") +
+                                  (std::get<2>(info.param) == 2 ? "" : "_tp" + std::to_string(std::get<2>(info.param)));
                          });
 
 }  // namespace
