@@ -21,6 +21,7 @@ CanonicalHomes canonical_homes(const std::vector<TensorSpec>& tensors, const std
   for (size_t i = 0; i < tensors.size(); ++i) index.emplace(tensors[i].name, i);
   CanonicalHomes homes;
   homes.tensor.resize(tensors.size());
+  homes.storage_of.assign(tensors.size(), CanonicalHomes::kNoHome);
   for (size_t r = 0; r < layouts.size(); ++r) {
     for (size_t s = 0; s < layouts[r].storages.size(); ++s) {
       const std::vector<FragmentRun> runs = fragment_runs(layouts[r].storages[s]);
@@ -48,6 +49,7 @@ CanonicalHomes canonical_homes(const std::vector<TensorSpec>& tensors, const std
       for (size_t k = 0; k < runs.size(); ++k) {
         const uint64_t bytes = runs[k].block * runs[k].outer;
         homes.tensor[homed[k]] = storage.subspan(runs[k].dst_offset, bytes);
+        homes.storage_of[homed[k]] = homes.storage.size() - 1;
         homes.bytes += bytes;
       }
     }

@@ -4,6 +4,7 @@
 // gate_up made of whole tensors), holds exactly those tensors' bytes one after another. The canonical image can
 // then keep each such tensor in its place in the storage: the fold writes the runtime bytes themselves, so those
 // storages need no placement copy, and the host holds their bytes once instead of twice.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -19,8 +20,11 @@ struct CanonicalHomes {
   std::vector<std::span<uint8_t>> tensor;
   /// Per runtime storage (flat index over ranks, rank by rank): every byte of it is a homed tensor.
   std::vector<bool> storage;
+  /// Per canonical tensor: the flat index of the storage it lives in; kNoHome when not homed.
+  std::vector<size_t> storage_of;
   /// Sum of the homed tensors' bytes.
   uint64_t bytes = 0;
+  static constexpr size_t kNoHome = SIZE_MAX;
 };
 
 /// The homes of `tensors` in `images` (one per rank of `layouts`, laid out by them). A storage is a home when it

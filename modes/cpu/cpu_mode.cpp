@@ -44,12 +44,20 @@ CpuMode::CpuMode(SyncContext context)
     : context_(std::move(context)),
       images_(make_images(context_)),
       homes_(canonical_homes(context_.profile.canonical_tensors(), context_.layouts, images_)),
-      canonical_(context_.profile, "cpu mode", HostMemory::Private, homes_.tensor) {
+      canonical_(context_.profile, "cpu mode", HostMemory::Private, homes_.tensor),
+      staged_homes_(homes_.storage.size(), false) {
   if (device_delta()) delta_ = std::make_unique<DeviceDeltaCommit>(context_, images_);
 }
 
 void CpuMode::on_native_load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
-  canonical_.load(checkpoint, version, log);
+  // A home the native load staged holds the checkpoint's bytes already: the canonical load need not copy it again.
+  std::vector<bool> present(homes_.storage_of.size(), false);
+  for (size_t i = 0; i < present.size(); ++i) {
+    const size_t flat = homes_.storage_of[i];
+    present[i] = flat != CanonicalHomes::kNoHome && staged_homes_[flat];
+  }
+  staged_homes_.assign(staged_homes_.size(), false);  // a retried load stages afresh
+  canonical_.load(checkpoint, version, log, present);
   images_version_.reset();
   size_t storages = 0;
   for (const auto& layout : context_.layouts) storages += layout.storages.size();
@@ -247,7 +255,10 @@ std::span<uint8_t> CpuMode::native_load_staging(int rank, size_t index, uint64_t
   for (int r = 0; r < rank; ++r) flat += context_.layouts[static_cast<size_t>(r)].storages.size();
   // The load writes canonical tensors kept in this storage: until on_native_load reloads the canonical image,
   // nothing may fold them (a load that fails part way would leave them at another version).
-  if (homes_.storage[flat]) canonical_.invalidate();
+  if (homes_.storage[flat]) {
+    canonical_.invalidate();
+    staged_homes_[flat] = true;
+  }
   ++native_staged_;
   return span;
 }

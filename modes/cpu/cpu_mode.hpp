@@ -57,6 +57,8 @@ class CpuMode final : public SyncMode {
   std::vector<RankImage> images_;  ///< one per TP rank
   CanonicalHomes homes_;           ///< the canonical tensors kept in images_ (canonical_homes.hpp)
   CanonicalImage canonical_;
+  /// Per flat storage: a home the current native load staged (it holds the checkpoint's bytes).
+  std::vector<bool> staged_homes_;
   size_t native_staged_ = 0;       ///< storages the native load staged in the images (all: they hold the live bytes)
   std::optional<uint32_t> images_version_;
   /// device-delta only (its preflight may drop a staged pack that fails its digest).

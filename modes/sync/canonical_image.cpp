@@ -65,12 +65,14 @@ std::span<const uint8_t> CanonicalImage::tensor(const std::string& name) const {
   return tensor(*index);
 }
 
-void CanonicalImage::load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log) {
+void CanonicalImage::load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log,
+                          const std::vector<bool>& present) {
   ScopedPhase phase(log, "load.canonical_image", Floor::HostMemcpy);
   loaded_ = false;
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const auto& spec = tensors_[i];
     expect_tensor(checkpoint, spec, checkpoint.dir().string());
+    if (i < present.size() && present[i] && homes_[i].data() != nullptr) continue;
     auto src = checkpoint.data(spec.name);
     // Released as it is copied: the mapped pages of the largest tensor (an embedding of gigabytes) would otherwise
     // sit on top of everything the native load allocated, as the peak of the engine's resident set.

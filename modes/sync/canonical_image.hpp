@@ -54,9 +54,11 @@ class CanonicalImage {
   uint64_t scratch_bytes() const { return workspace_.held_bytes(); }
 
   /// Copies every canonical tensor of `checkpoint` (the native load's, at `version`) into the image, releasing each
-  /// from the reader once copied (bounded resident set). Phase "load.canonical_image". Throws what expect_tensor
+  /// from the reader once copied (bounded resident set). `present[i]` (empty: none): homed tensor i already holds
+  /// the checkpoint's bytes (the native load wrote them into its home), so it is checked but not copied; ignored
+  /// for a tensor without a home. Phase "load.canonical_image" (bytes: those copied). Throws what expect_tensor
   /// throws (Missing/Mismatch naming the tensor and the checkpoint directory).
-  void load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log);
+  void load(const CheckpointReader& checkpoint, uint32_t version, PhaseLog& log, const std::vector<bool>& present = {});
 
   /// Folds the deltas of `store` from version() to `target` (> version()) on `threads` threads
   /// (fold_in_parallel: large tensors split across threads where their payloads have several frames), verifying

@@ -1,7 +1,8 @@
 // cpu mode (modes/cpu/cpu_mode.hpp) with canonical tensors kept in its rank images: at TP 1 the llama preset's
 // canonical image keeps no bytes of its own, and a native load that stages a storage holding canonical tensors
 // leaves the mode unable to prepare until its canonical image is loaded again (that load could have failed part
-// way, leaving those tensors at another version).
+// way, leaving those tensors at another version). A home the native load staged is not copied again by the
+// canonical load.
 #include <gtest/gtest.h>
 
 #include "modes/cpu/cpu_mode.hpp"
@@ -56,6 +57,43 @@ TEST(CpuModeHomes, StagingAHomeInvalidatesTheCanonicalImageUntilItIsLoadedAgain)
   mode.prepare(0, 1, log);
   EXPECT_EQ(mode.prepared_version(), std::optional<uint32_t>(1));
   EXPECT_EQ(mode.canonical_version(), 1u);
+}
+
+uint64_t phase_bytes(const PhaseLog& log, const std::string& name) {
+  uint64_t bytes = 0;
+  for (const PhaseRecord& r : log.records()) {
+    if (r.name == name) bytes += r.bytes;
+  }
+  return bytes;
+}
+
+TEST(CpuModeHomes, TheCanonicalLoadCopiesOnlyWhatTheNativeLoadDidNotStage) {
+  const ModelProfile profile = test::tiny_profile();
+  test::TempDir dir;
+  test::publish_tiny(dir / "store", 1);
+  CheckpointReader v0(Store(dir / "store").update_dir(0));
+  const CanonicalLookup lookup = [&](const std::string& name) { return v0.data(name); };
+  const RankLayout layout = build_rank_layouts(profile, 1)[0];
+  for (const CommitStrategy strategy : {CommitStrategy::DeviceDelta, CommitStrategy::Full}) {
+    CpuMode mode(context_of(profile, 1, dir / "store", strategy));
+    // The native load as the engine runs it: each storage into the span the mode offers, if any.
+    size_t staged = 0;
+    for (size_t s = 0; s < layout.storages.size(); ++s) {
+      const auto span = mode.native_load_staging(0, s, layout.storages[s].bytes());
+      if (span.empty()) continue;
+      load_storage(layout.storages[s], lookup, span);
+      ++staged;
+    }
+    PhaseLog log;
+    mode.on_native_load(v0, 0, log);
+    // device-delta staged every storage, all of them homes at TP 1: nothing is left to copy. The full copy on the
+    // CPU backend (images not pinned) staged none: everything is copied.
+    const bool device_delta = strategy == CommitStrategy::DeviceDelta;
+    EXPECT_EQ(staged, device_delta ? layout.storages.size() : 0u);
+    EXPECT_EQ(phase_bytes(log, "load.canonical_image"), device_delta ? 0u : profile.canonical_bytes());
+    mode.prepare(0, 1, log);  // its checksums pass only if every home held v0
+    EXPECT_EQ(mode.canonical_version(), 1u);
+  }
 }
 
 }  // namespace
