@@ -69,11 +69,7 @@ TEST_P(CpuHomesTp1, UpdatesEqualNativeLoads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, CpuHomesTp1,
-                         ::testing::Combine(::testing::Values(std::string("llama-tiny-bf16"), std::string("glm-tiny-fp8"),
-                                                              std::string("glm-tiny-bf16"), std::string("kimi-tiny-nvfp4"),
-                                                              std::string("kimi-tiny-bf16"),
-                                                              std::string("gpt-oss-tiny-mxfp4"),
-                                                              std::string("gpt-oss-tiny-bf16")),
+                         ::testing::Combine(::testing::ValuesIn(test::tiny_presets()),
                                             ::testing::Values(std::string("full"), std::string("device-delta"))),
                          test::PairParamName());
 

@@ -58,10 +58,7 @@ TEST_P(StorageSlices, ExpertRangesLoadExactlyWhatTheWholeLoadWrites) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, StorageSlices,
-                         ::testing::Values(std::string("llama-tiny-bf16"), std::string("glm-tiny-fp8"),
-                                           std::string("glm-tiny-bf16"), std::string("kimi-tiny-nvfp4"),
-                                           std::string("kimi-tiny-bf16"), std::string("gpt-oss-tiny-mxfp4"),
-                                           std::string("gpt-oss-tiny-bf16")),
+                         ::testing::ValuesIn(test::tiny_presets()),
                          test::StringParamName());
 
 TEST(StorageSlicesOther, TransformedDenseStoragesAreOneSliceAndBadRangesAreRefused) {

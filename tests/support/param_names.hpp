@@ -5,8 +5,16 @@
 #include <cctype>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace wsb::test {
+
+/// Every tiny CI preset (models/profiles/*-tiny-*.json), the usual parameter list of a suite run over all of
+/// them: one per family and quantization.
+inline std::vector<std::string> tiny_presets() {
+  return {"llama-tiny-bf16", "glm-tiny-fp8",       "glm-tiny-bf16",    "kimi-tiny-nvfp4",
+          "kimi-tiny-bf16",  "gpt-oss-tiny-mxfp4", "gpt-oss-tiny-bf16"};
+}
 
 /// `text` with every character that is not an ASCII letter or digit replaced by '_'.
 inline std::string param_name(std::string text) {
